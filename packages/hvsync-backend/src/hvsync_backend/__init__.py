@@ -1,0 +1,3 @@
+"""hvsync backend service."""
+
+__version__ = "0.0.22"

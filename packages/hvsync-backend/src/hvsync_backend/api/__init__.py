@@ -1,0 +1,1 @@
+"""HTTP routers. ``hvsync_backend.app.ROUTERS`` lists the ones the app includes."""

@@ -1,0 +1,88 @@
+"""Endpoint registry routes (SPEC 4.3): the NetBox singleton and the Proxmox endpoints."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Path
+
+from hvsync_backend.api.deps import Ctx
+from hvsync_backend.api.keys import _AUTH_ERRORS, DetailOut
+from hvsync_backend.auth.dependency import require_api_key
+from hvsync_backend.endpoints.registry import EndpointNotFound, InventoryEndpointExists
+from hvsync_backend.endpoints.schemas import (
+    HvEndpointCreate,
+    HvEndpointOut,
+    HvEndpointUpdate,
+    InventoryEndpointCreate,
+    InventoryEndpointOut,
+    InventoryEndpointUpdate,
+)
+
+router = APIRouter(dependencies=[Depends(require_api_key)], responses=_AUTH_ERRORS)
+
+EndpointId = Annotated[int, Path(ge=1, le=2**31 - 1)]
+
+
+@router.get("/inventory/endpoint", response_model=list[InventoryEndpointOut], tags=["inventory endpoint"])
+def list_inventory_endpoint(context: Ctx) -> list[InventoryEndpointOut]:
+    """The NetBox endpoint as a list of at most one row (empty when none)."""
+    return context.registry.list_inventory()
+
+
+@router.post(
+    "/inventory/endpoint",
+    status_code=201,
+    response_model=InventoryEndpointOut,
+    tags=["inventory endpoint"],
+    responses={409: {"model": DetailOut, "description": "the singleton already exists; use PUT"}},
+)
+def create_inventory_endpoint(body: InventoryEndpointCreate, context: Ctx) -> InventoryEndpointOut:
+    try:
+        return context.registry.create_inventory(body)
+    except InventoryEndpointExists as exc:
+        raise HTTPException(
+            409,
+            f"An inventory endpoint already exists (id {exc.existing_id}); "
+            f"update it with PUT /inventory/endpoint/{exc.existing_id}",
+        ) from None
+
+
+@router.put(
+    "/inventory/endpoint/{endpoint_id}",
+    response_model=InventoryEndpointOut,
+    tags=["inventory endpoint"],
+    responses={404: {"model": DetailOut}},
+)
+def update_inventory_endpoint(
+    endpoint_id: EndpointId, body: InventoryEndpointUpdate, context: Ctx
+) -> InventoryEndpointOut:
+    """Partial update; omitted fields and omitted/blank/null credentials keep their stored values."""
+    try:
+        return context.registry.update_inventory(endpoint_id, body)
+    except EndpointNotFound:
+        raise HTTPException(404, f"inventory endpoint {endpoint_id} not found") from None
+
+
+@router.get("/hv/endpoints", response_model=list[HvEndpointOut], tags=["hv endpoints"])
+def list_hv_endpoints(context: Ctx) -> list[HvEndpointOut]:
+    return context.registry.list_hv()
+
+
+@router.post("/hv/endpoints", status_code=201, response_model=HvEndpointOut, tags=["hv endpoints"])
+def create_hv_endpoint(body: HvEndpointCreate, context: Ctx) -> HvEndpointOut:
+    return context.registry.create_hv(body)
+
+
+@router.put(
+    "/hv/endpoints/{endpoint_id}",
+    response_model=HvEndpointOut,
+    tags=["hv endpoints"],
+    responses={404: {"model": DetailOut}},
+)
+def update_hv_endpoint(endpoint_id: EndpointId, body: HvEndpointUpdate, context: Ctx) -> HvEndpointOut:
+    """Partial update; omitted fields and omitted/blank/null credentials keep their stored values."""
+    try:
+        return context.registry.update_hv(endpoint_id, body)
+    except EndpointNotFound:
+        raise HTTPException(404, f"hv endpoint {endpoint_id} not found") from None

@@ -1,0 +1,126 @@
+"""Proxmox read routes: cluster status and node list, fetched concurrently from the selected endpoints.
+
+Answer: 200 ``{"endpoints": [{endpoint_id, endpoint_name, ok, data | error}]}`` when at least one
+endpoint answered (or none is selected); 502 with the same list and a ``detail`` naming every failed
+endpoint when all of them failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from hvsync_backend.api.deps import Ctx
+from hvsync_backend.api.keys import _AUTH_ERRORS, DetailOut
+from hvsync_backend.auth.dependency import require_api_key
+from hvsync_backend.context import BackendContext
+from hvsync_backend.endpoints.service import HvTarget, UnknownHvEndpoints, aget_hv_targets
+from hvsync_backend.hv.errors import ProxmoxAuthError, ProxmoxError, ProxmoxUnreachable
+
+router = APIRouter(prefix="/hv", tags=["hv"], dependencies=[Depends(require_api_key)], responses=_AUTH_ERRORS)
+
+
+class EndpointErrorOut(BaseModel):
+    kind: str
+    status: int | None
+    detail: str
+
+
+class EndpointResultOut(BaseModel):
+    endpoint_id: int
+    endpoint_name: str
+    ok: bool
+    data: Any = None
+    error: EndpointErrorOut | None = None
+
+
+class EndpointResultsOut(BaseModel):
+    endpoints: list[EndpointResultOut]
+
+
+class AllFailedOut(EndpointResultsOut):
+    detail: str
+
+
+def parse_endpoint_ids(raw: str | None) -> list[int] | None:
+    if raw is None or raw.strip() == "":
+        return None
+    ids: list[int] = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part.isdigit() or not 1 <= int(part) <= 2**31 - 1:
+            raise HTTPException(
+                422,
+                [
+                    {
+                        "type": "value_error",
+                        "loc": ["query", "hv_endpoint_ids"],
+                        "msg": "hv_endpoint_ids must be comma-separated positive integer ids",
+                    }
+                ],
+            )
+        ids.append(int(part))
+    return ids
+
+
+HvEndpointIds = Annotated[
+    str | None,
+    Query(description="comma-separated backend ids; absent means every enabled endpoint", max_length=2000),
+]
+
+
+def _error(exc: ProxmoxError) -> dict[str, Any]:
+    kind = (
+        "unreachable"
+        if isinstance(exc, ProxmoxUnreachable)
+        else "auth"
+        if isinstance(exc, ProxmoxAuthError)
+        else "http"
+    )
+    return {"kind": kind, "status": exc.status, "detail": str(exc)}
+
+
+async def _fetch_all(context: BackendContext, raw_ids: str | None, path: str) -> JSONResponse:
+    ids = parse_endpoint_ids(raw_ids)
+    try:
+        targets = await aget_hv_targets(context.registry, ids)
+    except UnknownHvEndpoints as exc:
+        raise HTTPException(404, str(exc)) from None
+
+    async def one(target: HvTarget) -> dict[str, Any]:
+        base = {"endpoint_id": target.id, "endpoint_name": target.name}
+        try:
+            client = await context.proxmox.client_for(target)
+            return {**base, "ok": True, "data": await client.get(path), "error": None}
+        except ProxmoxError as exc:
+            return {**base, "ok": False, "data": None, "error": _error(exc)}
+
+    results = list(await asyncio.gather(*(one(t) for t in targets)))
+    if results and not any(r["ok"] for r in results):
+        failed = "; ".join(r["error"]["detail"] for r in results)
+        return JSONResponse(
+            {"detail": f"no hv endpoint answered: {failed}", "endpoints": results}, status_code=502
+        )
+    return JSONResponse({"endpoints": results})
+
+
+_READ_RESPONSES: dict[int | str, dict[str, Any]] = {
+    404: {"model": DetailOut, "description": "an id in hv_endpoint_ids is unknown"},
+    502: {"model": AllFailedOut, "description": "every selected endpoint failed; each is named"},
+}
+
+
+@router.get("/cluster/status", response_model=EndpointResultsOut, responses=_READ_RESPONSES)
+async def cluster_status(context: Ctx, hv_endpoint_ids: HvEndpointIds = None) -> JSONResponse:
+    """``GET /cluster/status`` of each selected Proxmox endpoint."""
+    return await _fetch_all(context, hv_endpoint_ids, "/cluster/status")
+
+
+@router.get("/nodes/", response_model=EndpointResultsOut, responses=_READ_RESPONSES)
+async def nodes(context: Ctx, hv_endpoint_ids: HvEndpointIds = None) -> JSONResponse:
+    """``GET /nodes`` of each selected Proxmox endpoint."""
+    return await _fetch_all(context, hv_endpoint_ids, "/nodes")

@@ -1,0 +1,99 @@
+"""``create_app(settings)``: the FastAPI application. Routers are included in exactly one place: ``ROUTERS``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from hvsync_backend import __version__
+from hvsync_backend.api import endpoints, hv, keys, meta
+from hvsync_backend.config import Settings
+from hvsync_backend.context import BackendContext, NotReady, build_context
+from hvsync_backend.endpoints.crypto import CredentialDecryptError
+from hvsync_backend.endpoints.registry import EndpointInvalid
+from hvsync_backend.endpoints.schemas import SECRET_FIELDS
+from hvsync_backend.sync import api as sync_api
+
+log = logging.getLogger("hvsync_backend")
+
+# Add new routers here (one line each); every protected router depends on auth.dependency.require_api_key.
+ROUTERS: list[APIRouter] = [meta.router, keys.router, endpoints.router, hv.router, sync_api.router]
+
+
+def _safe_errors(errors: Any) -> list[dict[str, Any]]:
+    """Validation errors without echoed input: a rejected credential must never come back in the body."""
+    out: list[dict[str, Any]] = []
+    for err in errors:
+        item = {
+            "type": err.get("type", "value_error"),
+            "loc": list(err.get("loc", ())),
+            "msg": str(err.get("msg", "")),
+        }
+        ctx = err.get("ctx")
+        if ctx and not any(str(part) in SECRET_FIELDS for part in item["loc"]):
+            item["ctx"] = {
+                k: v if isinstance(v, str | int | float | bool) else str(v) for k, v in ctx.items()
+            }
+        out.append(item)
+    return out
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": _safe_errors(exc.errors())}, status_code=422)
+
+    @app.exception_handler(EndpointInvalid)
+    async def _invalid(_: Request, exc: EndpointInvalid) -> JSONResponse:
+        body = [{"type": "value_error", "loc": ["body", exc.field], "msg": exc.message}]
+        return JSONResponse({"detail": body}, status_code=422)
+
+    @app.exception_handler(NotReady)
+    async def _not_ready(_: Request, exc: NotReady) -> JSONResponse:
+        return JSONResponse({"detail": f"backend not ready: {exc}"}, status_code=503)
+
+    @app.exception_handler(CredentialDecryptError)
+    async def _decrypt(_: Request, exc: CredentialDecryptError) -> JSONResponse:
+        log.error("stored credential cannot be decrypted (was the encryption key changed?)")
+        return JSONResponse(
+            {"detail": "stored credentials cannot be decrypted with the configured encryption key"},
+            status_code=503,
+        )
+
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(DBAPIError)
+    async def _database(_: Request, exc: Exception) -> JSONResponse:
+        log.error("database error: %s", type(exc).__name__)
+        return JSONResponse({"detail": "database unavailable"}, status_code=503)
+
+
+def create_app(settings: Settings | None = None, context: BackendContext | None = None) -> FastAPI:
+    """Build the app: applies migrations and loads the encryption key once, here, not per request."""
+    settings = settings or Settings()
+    context = context or build_context(settings)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await context.proxmox.aclose()
+
+    app = FastAPI(
+        title="hvsync backend",
+        version=__version__,
+        description="Key-guarded service that reads Proxmox VE and writes NetBox. "
+        "Send the key in the `X-Service-API-Key` header.",
+        lifespan=lifespan,
+        responses={400: {"model": keys.DetailOut, "description": "request body could not be parsed"}},
+    )
+    app.state.context = context
+    _install_error_handlers(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    return app

@@ -1,0 +1,1 @@
+"""API keys: hashing, the verification cache, per-IP lockout and the FastAPI dependency that enforces them."""

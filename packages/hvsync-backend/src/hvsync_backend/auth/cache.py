@@ -1,0 +1,60 @@
+"""Verification results, remembered under an HMAC of the presented key so bcrypt runs once per key.
+
+The HMAC secret lives only in this process's memory, so the cache (or a dump of it) cannot be used to test
+candidate keys offline. A hit maps to a key id and the time the key was last confirmed active in the
+database. Misses (presented keys that matched nothing) are remembered together with the set of active key
+ids they were checked against, so repeating a wrong key does not buy another bcrypt scan while that set is
+unchanged, and a key added by another process is never hidden by an old miss. Every key change in this
+process clears everything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import threading
+import time
+
+
+class VerificationCache:
+    def __init__(self, max_entries: int = 4096) -> None:
+        self._secret = os.urandom(32)
+        self._hits: dict[bytes, tuple[int, float]] = {}
+        self._misses: dict[bytes, tuple[int, ...]] = {}
+        self._lock = threading.Lock()
+        self._max = max_entries
+
+    def fingerprint(self, presented: str) -> bytes:
+        return hmac.new(self._secret, presented.encode("utf-8"), hashlib.sha256).digest()
+
+    def get(self, fingerprint: bytes) -> tuple[int, float] | None:
+        """``(key_id, confirmed_at)`` for a cached success (``time.monotonic`` clock), else None."""
+        return self._hits.get(fingerprint)
+
+    def is_known_miss(self, fingerprint: bytes, active_ids: tuple[int, ...]) -> bool:
+        return self._misses.get(fingerprint) == active_ids
+
+    def put(self, fingerprint: bytes, key_id: int) -> None:
+        with self._lock:
+            if len(self._hits) >= self._max:
+                self._hits.clear()
+            self._hits[fingerprint] = (key_id, time.monotonic())
+
+    def put_miss(self, fingerprint: bytes, active_ids: tuple[int, ...]) -> None:
+        with self._lock:
+            if len(self._misses) >= self._max:
+                self._misses.clear()
+            self._misses[fingerprint] = active_ids
+
+    def drop(self, fingerprint: bytes) -> None:
+        with self._lock:
+            self._hits.pop(fingerprint, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._hits.clear()
+            self._misses.clear()
+
+    def __len__(self) -> int:
+        return len(self._hits)

@@ -1,0 +1,110 @@
+"""Service configuration: environment variables (prefix ``HVSYNC_``) over an optional TOML file.
+
+Precedence, highest first: constructor arguments, environment, the TOML file named by
+``HVSYNC_CONFIG_FILE``, defaults. Nothing here holds API keys: keys live only in the database.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tomllib
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+CONFIG_FILE_ENV = "HVSYNC_CONFIG_FILE"
+
+
+def _default_data_dir() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "hvsync"
+
+
+class _TomlFileSource(PydanticBaseSettingsSource):
+    """Reads the ``[backend]`` table (or the top level) of the TOML file named by HVSYNC_CONFIG_FILE."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+        super().__init__(settings_cls)
+        self._values: dict[str, Any] = {}
+        if path is not None:
+            with path.open("rb") as fh:
+                data = tomllib.load(fh)
+            table = data.get("backend", data)
+            self._values = {str(k).lower(): v for k, v in table.items()}
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return {k: v for k, v in self._values.items() if k in self.settings_cls.model_fields}
+
+
+class Settings(BaseSettings):
+    """Everything the backend reads at start. See docs/backend.md for the table of variables."""
+
+    model_config = SettingsConfigDict(env_prefix="HVSYNC_", extra="ignore", populate_by_name=True)
+
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    database_url: str | None = None
+    encryption_key: SecretStr | None = None
+    encryption_key_file: Path | None = None
+    host: str = "127.0.0.1"
+    port: int = Field(default=8800, ge=1, le=65535)
+    trusted_proxies: list[str] = Field(default_factory=list)
+    lockout_threshold: int = Field(default=5, ge=1)
+    lockout_seconds: float = Field(default=300.0, gt=0)
+    bcrypt_rounds: int = Field(default=12, ge=4, le=16)
+    # How long a cached verification is trusted before the key's row is re-read. Changes made through
+    # this process's API apply at once regardless; this bounds how late a change made by another process
+    # (the CLI, a second worker) is seen. 0 = read the row on every request.
+    key_recheck_seconds: float = Field(default=1.0, ge=0, le=60)
+    log_level: str = "info"
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _check_proxies(cls, value: list[str]) -> list[str]:
+        for item in value:
+            ipaddress.ip_network(item, strict=False)
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        path = os.environ.get(CONFIG_FILE_ENV)
+        toml = _TomlFileSource(settings_cls, Path(path) if path else None)
+        return (init_settings, env_settings, toml)
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The SQLAlchemy URL; a SQLite file inside the data directory unless configured."""
+        if self.database_url:
+            # Plain postgresql:// (or postgres://) would pick psycopg2, which is not installed: use psycopg 3.
+            for prefix in ("postgresql://", "postgres://"):
+                if self.database_url.startswith(prefix):
+                    return "postgresql+psycopg://" + self.database_url[len(prefix) :]
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'hvsync.db').resolve()}"
+
+    @property
+    def resolved_key_file(self) -> Path:
+        return self.encryption_key_file or (self.data_dir / "fernet.key")
+
+    @cached_property
+    def proxy_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return tuple(ipaddress.ip_network(item, strict=False) for item in self.trusted_proxies)

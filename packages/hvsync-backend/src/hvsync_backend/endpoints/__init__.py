@@ -1,0 +1,1 @@
+"""Endpoint registry: the NetBox singleton and the Proxmox endpoints, with credentials encrypted at rest."""

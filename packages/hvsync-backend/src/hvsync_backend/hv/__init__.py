@@ -1,0 +1,1 @@
+"""The backend's own async Proxmox VE API client."""

@@ -1,0 +1,1 @@
+"""Sync engine: stages that read Proxmox and reconcile NetBox."""

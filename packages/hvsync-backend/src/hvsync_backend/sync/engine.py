@@ -1,0 +1,331 @@
+"""The stage framework: per kind of NetBox object, read Proxmox, read NetBox, diff, write, report.
+
+A stage is an ordered list of kinds (devices: cluster types' clusters, then nodes). Every managed
+NetBox object carries the `hvsync` tag and its Proxmox identity key; objects without both are never
+read as managed, so they are never changed or deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hvsync_backend.inventory.client import NetBoxClient
+from hvsync_backend.inventory.errors import NetBoxError
+from hvsync_backend.sync.options import SyncOptions
+from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader, ProxmoxReadError
+from hvsync_backend.sync.reconcile import Current, Desired, Plan, diff_fields, make_plan
+
+MANAGED_TAG = "hvsync"
+KEY_FIELD = "hvsync_key"
+MAX_OBJECT_FRAMES = 200
+MAX_ERRORS = 50
+
+Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class StageAborted(Exception):
+    """A failure that stops the stage (NetBox unreachable or refusing the token)."""
+
+    def __init__(self, problem: dict[str, Any]) -> None:
+        super().__init__(problem.get("detail"))
+        self.problem = problem
+
+
+@dataclass
+class Counts:
+    total: int = 0
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+    def add(self, other: Counts) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass
+class SyncContext:
+    """Everything one run shares across its stages."""
+
+    netbox: NetBoxClient
+    sources: list[HvSource]
+    options: SyncOptions
+    emit: Emit
+    stage: str = ""
+    readers: dict[int, ProxmoxReader] = field(default_factory=dict)
+    ids: dict[str, dict[str, int]] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)
+    failed_endpoints: set[str] = field(default_factory=set)
+    problems: list[dict[str, Any]] = field(default_factory=list)
+    object_frames: int = 0
+    plans: list[dict[str, Any]] = field(default_factory=list)
+    #: every kind this run will reconcile, in order (their NetBox reads are started up front)
+    upcoming: list[Kind] = field(default_factory=list)
+    #: read-ahead work started for later stages; cancelled when the run ends
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+    def background(self, work: Awaitable[Any]) -> None:
+        """Run read-ahead work alongside the stages; it must handle its own errors."""
+        self.tasks.append(asyncio.ensure_future(work))
+
+    def cancel_background(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        self.tasks.clear()
+
+    def reader(self, source: HvSource) -> ProxmoxReader:
+        if source.backend_id not in self.readers:
+            self.readers[source.backend_id] = ProxmoxReader(source)
+        return self.readers[source.backend_id]
+
+    @property
+    def identities(self) -> set[str]:
+        return {s.identity for s in self.sources}
+
+    async def step(self, phase: str, message: str, **extra: Any) -> None:
+        data: dict[str, Any] = {"stage": self.stage, "phase": phase, "message": message}
+        data.update({k: v for k, v in extra.items() if v is not None})
+        await self.emit("step", data)
+
+    async def problem(self, problem: dict[str, Any], message: str) -> None:
+        self.problems.append(problem)
+        if problem.get("source") == "proxmox" or self.object_frames < MAX_OBJECT_FRAMES:
+            self.object_frames += 1
+            await self.step(
+                "object",
+                message,
+                object=problem.get("object"),
+                endpoint_id=problem.get("endpoint_id"),
+                problem=problem,
+            )
+
+    async def per_endpoint[T](self, work: Callable[[HvSource, ProxmoxReader], Awaitable[T]]) -> dict[int, T]:
+        """Run `work` for every source concurrently; a failing endpoint is reported, the others go on."""
+
+        async def one(source: HvSource) -> tuple[int, T | None]:
+            if source.identity in self.failed_endpoints:
+                return source.backend_id, None
+            try:
+                return source.backend_id, await work(source, self.reader(source))
+            except ProxmoxReadError as exc:
+                self.failed_endpoints.add(source.identity)
+                await self.problem(
+                    exc.as_problem(), f"Proxmox endpoint {source.backend_id} failed: {exc.detail}"
+                )
+                return source.backend_id, None
+
+        results = await asyncio.gather(*(one(s) for s in self.sources))
+        return {bid: value for bid, value in results if value is not None}
+
+    def source_of(self, key: str) -> str:
+        return key.split("|", 1)[0]
+
+
+def managed_payload(desired: Desired, key_field: bool = True) -> dict[str, Any]:
+    """The create body: the stage's fields plus the managed tag and (unless the kind has a natural key
+    in NetBox) the identity key custom field."""
+    payload = dict(desired.payload)
+    tags = list(payload.get("tags") or [])
+    slugs = {t["slug"] if isinstance(t, Mapping) else t for t in tags}
+    if MANAGED_TAG not in slugs:
+        tags.append({"slug": MANAGED_TAG})
+    payload["tags"] = [t if isinstance(t, Mapping) else {"slug": t} for t in tags]
+    if key_field:
+        payload["custom_fields"] = {**(payload.get("custom_fields") or {}), KEY_FIELD: desired.key}
+    return payload
+
+
+class Kind(ABC):
+    """One NetBox object type a stage reconciles."""
+
+    name: str = ""
+    path: str = ""
+    read_fields: tuple[str, ...] = ("id", "name")
+    #: False for kinds that only set fields on objects another stage owns (never create or delete).
+    owns_objects: bool = True
+    #: False for kinds whose identity is a natural key in NetBox (plugin models): no custom field.
+    key_field: bool = True
+
+    @abstractmethod
+    async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
+        """The objects Proxmox says should exist, keyed by identity."""
+
+    def view(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """NetBox object -> the shape compared with desired payloads."""
+        return obj
+
+    def label(self, obj: Mapping[str, Any]) -> str:
+        return str(obj.get("display") or obj.get("name") or obj.get("id"))
+
+    #: True for kinds whose keys start with a VM key (`<endpoint>|vm|<vmid>`): selected-VM runs read
+    #: only those VMs' objects from NetBox instead of every managed object.
+    vm_scoped: bool = False
+
+    def read_params(self, ctx: SyncContext) -> dict[str, Any]:
+        params: dict[str, Any] = {"tag": MANAGED_TAG}
+        if self.vm_scoped and ctx.options.only_vmids is not None:
+            params[f"cf_{KEY_FIELD}__isw"] = [
+                f"{s.identity}|vm|{vmid}" for s in ctx.sources for vmid in sorted(ctx.options.only_vmids)
+            ]
+        return params
+
+    def current_fields(self) -> tuple[str, ...]:
+        # The tag filter already says "managed"; tags are only read by kinds that compare them.
+        return tuple(dict.fromkeys(("id", *self.read_fields, "custom_fields")))
+
+    def prefetch(self, ctx: SyncContext) -> None:
+        """Start this kind's NetBox read ahead of time (used only if nothing is written before it runs)."""
+        ctx.netbox.prefetch(self.path, self.read_params(ctx), fields=self.current_fields())
+
+    async def current(self, ctx: SyncContext) -> dict[str, Current]:
+        """Managed objects of this kind within the run's endpoint scope."""
+        rows = await ctx.netbox.list_all(self.path, self.read_params(ctx), fields=self.current_fields())
+        out: dict[str, Current] = {}
+        scope = ctx.identities
+        wanted = ctx.options.only_vmids
+        for row in rows:
+            key = (row.get("custom_fields") or {}).get(KEY_FIELD)
+            if not key or ctx.source_of(key) not in scope or not self.accepts(key):
+                continue
+            if self.vm_scoped and wanted is not None and int(key.split("|")[2]) not in wanted:
+                continue  # a key prefix 'x|vm|10' also matches 'x|vm|100'
+
+            out[key] = Current(key, int(row["id"]), self.label(row), self.view(row))
+        return out
+
+    def accepts(self, key: str) -> bool:
+        """Whether a managed key belongs to this kind (several kinds may share one NetBox model)."""
+        return True
+
+
+async def run_kind(kind: Kind, ctx: SyncContext, counts: Counts) -> Plan:
+    """Reconcile one kind and record the NetBox ids of every desired object in `ctx.ids[kind.name]`."""
+    # Proxmox and NetBox are read at the same time: one waits on the emulator/cluster, the other on NetBox.
+    await ctx.step("read_proxmox", f"reading Proxmox for {kind.name}")
+    await ctx.step("read_netbox", f"reading NetBox {kind.path}")
+    desired, current = await asyncio.gather(kind.desired(ctx), kind.current(ctx))
+    plan = make_plan(desired, current, delete_missing=ctx.options.delete_stale and kind.owns_objects)
+    # Never delete what belongs to an endpoint that could not be read in this run.
+    kept = [c for c in plan.delete if ctx.source_of(c.key) in ctx.failed_endpoints]
+    plan.delete = [c for c in plan.delete if ctx.source_of(c.key) not in ctx.failed_endpoints]
+    plan.orphaned += kept
+    if ctx.options.partial:
+        plan.delete, plan.orphaned = [], []
+    if not kind.owns_objects:
+        plan.create, plan.orphaned = [], []
+    ids = ctx.ids.setdefault(kind.name, {})
+    ids.update({c.key: c.id for c in current.values() if c.key in desired})
+    part = Counts(total=len(desired), unchanged=len(plan.unchanged))
+    await ctx.step(
+        "diff",
+        f"{kind.name}: {len(plan.create)} to create, {len(plan.update)} to update, "
+        f"{len(plan.unchanged)} unchanged, {len(plan.delete)} to delete, {len(plan.orphaned)} orphaned",
+        counts=part.as_dict(),
+    )
+    if ctx.options.dry_run:
+        part.created, part.updated, part.deleted = len(plan.create), len(plan.update), len(plan.delete)
+        ctx.plans.extend({"kind": kind.name, **row} for row in plan.describe())
+        counts.add(part)
+        return plan
+    await write_plan(kind, ctx, plan, part, ids)
+    counts.add(part)
+    await ctx.step("write", f"{kind.name}: written", counts=part.as_dict())
+    return plan
+
+
+async def write_plan(kind: Kind, ctx: SyncContext, plan: Plan, part: Counts, ids: dict[str, int]) -> None:
+    creates = [managed_payload(d, kind.key_field) for d in plan.create]
+    updates = [{"id": u.id, **u.changes} for u in plan.update]
+    created, updated, deleted = await asyncio.gather(
+        ctx.netbox.bulk_create(kind.path, creates),
+        ctx.netbox.bulk_update(kind.path, updates),
+        ctx.netbox.bulk_delete(kind.path, [c.id for c in plan.delete]),
+    )
+    for want, result in zip(plan.create, created, strict=True):
+        if isinstance(result, NetBoxError):
+            part.failed += 1
+            await ctx.problem(result.as_problem(want.label), f"{kind.name} {want.label}: create failed")
+        else:
+            part.created += 1
+            ids[want.key] = int(result["id"])
+    for upd, result in zip(plan.update, updated, strict=True):
+        if isinstance(result, NetBoxError):
+            part.failed += 1
+            await ctx.problem(result.as_problem(upd.label), f"{kind.name} {upd.label}: update failed")
+        else:
+            part.updated += 1
+    for gone, result in zip(plan.delete, deleted, strict=True):
+        if isinstance(result, NetBoxError):
+            part.failed += 1
+            await ctx.problem(result.as_problem(gone.label), f"{kind.name} {gone.label}: delete failed")
+        else:
+            part.deleted += 1
+    for want in plan.create:
+        if want.key not in ids:
+            ids.pop(want.key, None)
+
+
+def changed(desired: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    return bool(diff_fields(desired, current))
+
+
+class Stage:
+    """A named, ordered group of kinds exposed as one stream."""
+
+    def __init__(self, slug: str, route: str, kinds: Iterable[Kind], title: str) -> None:
+        self.slug = slug
+        self.route = route
+        self.kinds = list(kinds)
+        self.title = title
+
+    async def run(self, ctx: SyncContext) -> tuple[Counts, bool]:
+        """Run every kind; returns the stage counts and whether it failed fatally."""
+        ctx.stage = self.slug
+        counts = Counts()
+        await ctx.step("start", f"{self.title}: starting", counts=counts.as_dict())
+        for kind in self.kinds:
+            await run_kind(kind, ctx, counts)
+        await ctx.step("done", f"{self.title}: done", counts=counts.as_dict())
+        return counts, False
+
+
+def stage_summary(
+    stage: str, counts: Counts, started: float, ctx: SyncContext, fatal: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The `complete` payload (contracts/sse-frames.schema.json)."""
+    errors = ctx.problems[:MAX_ERRORS]
+    ok = fatal is None and counts.failed == 0 and not ctx.failed_endpoints
+    primary = fatal or next((p for p in ctx.problems if p.get("source") == "proxmox"), None)
+    if primary is None and ctx.problems:
+        primary = ctx.problems[0]
+    data: dict[str, Any] = {
+        "stage": stage,
+        "ok": ok,
+        "dry_run": ctx.options.dry_run,
+        "summary": counts.as_dict(),
+        "duration_ms": round((time.monotonic() - started) * 1000, 1),
+        "errors": errors,
+        "error": None if ok else primary,
+    }
+    if ctx.options.dry_run:
+        data["plan"] = ctx.plans[:1000]
+    return data
+
+
+async def known_ids(ctx: SyncContext, kind: Kind) -> dict[str, int]:
+    """Identity key -> NetBox id for a kind: from this run if it ran, else read from NetBox."""
+    if kind.name not in ctx.ids:
+        current = await kind.current(ctx)
+        ctx.ids[kind.name] = {key: c.id for key, c in current.items()}
+    return ctx.ids[kind.name]

@@ -1,0 +1,80 @@
+"""Scope and mode parameters shared by every stage route (names are the SPEC's wire names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_TRUE = {"1", "true", "yes", "on", "enabled", "enable", "always"}
+_FALSE = {"0", "false", "no", "off", "disabled", "disable", "never"}
+
+
+class OptionError(ValueError):
+    """A bad query value; `field` names the query parameter."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def parse_flag(field: str, value: str | None, default: bool) -> bool:
+    if value is None or value == "":
+        return default
+    text = value.strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise OptionError(field, f"expected one of enabled/disabled/true/false, got {value!r}")
+
+
+def parse_ids(field: str, value: str | None) -> tuple[int, ...] | None:
+    """Comma-separated backend ids; absent or empty means every endpoint."""
+    if value is None or not value.strip():
+        return None
+    ids: list[int] = []
+    for part in value.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit():
+            raise OptionError(field, f"expected comma-separated integer ids, got {part!r}")
+        ids.append(int(part))
+    return tuple(ids) or None
+
+
+@dataclass(frozen=True)
+class SyncOptions:
+    """What a run may touch and how. `delete_stale` is the opt-in removal of vanished managed objects."""
+
+    hv_endpoint_ids: tuple[int, ...] | None = None
+    inventory_branch_schema_id: str | None = None
+    sync_mode_vm: bool = True
+    sync_mode_vm_template: bool = True
+    dry_run: bool = False
+    delete_stale: bool = False
+    site_name: str = "Proxmox VE"
+    #: Selected-object runs: only these guests (None: all); never deletes, ignores objects not selected.
+    only_vmids: frozenset[int] | None = None
+    partial: bool = False
+
+    @classmethod
+    def from_query(cls, query: dict[str, str], *, site_name: str = "Proxmox VE") -> SyncOptions:
+        branch = (query.get("inventory_branch_schema_id") or "").strip() or None
+        if branch is not None and (
+            len(branch) > 64 or not branch.replace("_", "").replace("-", "").isalnum()
+        ):
+            raise OptionError(
+                "inventory_branch_schema_id", "expected a branch schema id (letters, digits, _ and -)"
+            )
+        return cls(
+            hv_endpoint_ids=parse_ids("hv_endpoint_ids", query.get("hv_endpoint_ids")),
+            inventory_branch_schema_id=branch,
+            sync_mode_vm=parse_flag("sync_mode_vm", query.get("sync_mode_vm"), True),
+            sync_mode_vm_template=parse_flag(
+                "sync_mode_vm_template", query.get("sync_mode_vm_template"), True
+            ),
+            dry_run=parse_flag("dry_run", query.get("dry_run"), False),
+            delete_stale=parse_flag("delete_stale", query.get("delete_stale"), False),
+            site_name=(query.get("site") or site_name).strip() or site_name,
+        )

@@ -1,0 +1,144 @@
+"""Running one stage or the full update against a NetBox and a set of Proxmox endpoints.
+
+Turns every failure into truthful frames: NetBox/Proxmox problems carry the upstream status; the
+stream always ends with `complete`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
+from hvsync_backend.inventory.errors import NetBoxError
+from hvsync_backend.sync.engine import Counts, Emit, Stage, StageAborted, SyncContext, stage_summary
+from hvsync_backend.sync.options import SyncOptions
+from hvsync_backend.sync.proxmox import HvSource, ProxmoxReadError
+from hvsync_backend.sync.support import prepare
+
+
+async def run_stage(stage: Stage, ctx: SyncContext) -> tuple[Counts, dict[str, Any] | None]:
+    """One stage; returns its counts and the fatal problem that stopped it, if any."""
+    if not stage.kinds:
+        problem = {
+            "source": "backend",
+            "status": None,
+            "detail": f"stage {stage.slug} is not implemented by this backend yet",
+        }
+        ctx.stage = stage.slug
+        await ctx.step("start", f"{stage.title}: not implemented", problem=problem)
+        return Counts(), problem
+    try:
+        await prepare(ctx)
+        start_prefetch(ctx)
+        counts, _ = await stage.run(ctx)
+        return counts, None
+    except StageAborted as exc:
+        return Counts(), exc.problem
+    except NetBoxError as exc:
+        return Counts(), exc.as_problem()
+    except ProxmoxReadError as exc:
+        return Counts(), exc.as_problem()
+
+
+def start_prefetch(ctx: SyncContext) -> None:
+    """Once per run, after the run's own setup writes: start every kind's NetBox read at once.
+
+    NetBox serialises lists slowly (seconds for 1,000-2,000 rows) but runs several workers, so the reads
+    overlap each other and the Proxmox reads. A kind that runs after a write that could change its list
+    reads again (the client's cache answers only reads no later write has made stale)."""
+    if ctx.cache.get("prefetched"):
+        return
+    ctx.cache["prefetched"] = True
+    for kind in ctx.upcoming:
+        kind.prefetch(ctx)
+
+
+async def execute(
+    stages: Sequence[Stage],
+    *,
+    name: str,
+    netbox: NetBoxConfig | None,
+    sources: list[HvSource],
+    options: SyncOptions,
+    emit: Emit,
+    client: NetBoxClient | None = None,
+) -> dict[str, Any]:
+    """Run `stages` in order and emit the final `complete`; returns its payload."""
+    started = time.monotonic()
+    if netbox is None:
+        problem = {"source": "backend", "status": None, "detail": "no inventory endpoint is configured"}
+        data = _complete_without_run(name, options, started, problem)
+        await emit("complete", data)
+        return data
+    own_client = client is None
+    nb = client or NetBoxClient(
+        NetBoxConfig(
+            url=netbox.url,
+            auth_header=netbox.auth_header,
+            verify_ssl=netbox.verify_ssl,
+            branch_schema_id=options.inventory_branch_schema_id or netbox.branch_schema_id,
+            timeout=netbox.timeout,
+            write_concurrency=netbox.write_concurrency,
+            write_chunk=netbox.write_chunk,
+        )
+    )
+    ctx = SyncContext(netbox=nb, sources=sources, options=options, emit=emit)
+    ctx.upcoming = [kind for stage in stages for kind in stage.kinds]
+    nb.cache_reads = True
+    total = Counts()
+    stage_rows: list[dict[str, Any]] = []
+    fatal: dict[str, Any] | None = None
+    try:
+        if not sources:
+            fatal = {"source": "backend", "status": None, "detail": "no enabled hv endpoint is in scope"}
+        for stage in stages if fatal is None else ():
+            stage_started = time.monotonic()
+            before = len(ctx.problems)
+            counts, stage_problem = await run_stage(stage, ctx)
+            total.add(counts)
+            row = {
+                "stage": stage.slug,
+                "ok": stage_problem is None and counts.failed == 0 and len(ctx.problems) == before,
+                "summary": counts.as_dict(),
+                "duration_ms": round((time.monotonic() - stage_started) * 1000, 1),
+                "error": stage_problem,
+            }
+            stage_rows.append(row)
+            if stage_problem is not None:
+                ctx.problems.append(stage_problem)
+                fatal = fatal or stage_problem
+                if stage_problem.get("source") == "netbox" and stage_problem.get("status") in (
+                    None,
+                    401,
+                    403,
+                ):
+                    break  # NetBox unreachable or refusing us: later stages cannot do better
+        data = stage_summary(name, total, started, ctx, fatal)
+        if len(stages) > 1:
+            data["stages"] = stage_rows
+        data["requests"] = {
+            "netbox_reads": nb.stats.read_requests,
+            "netbox_writes": nb.stats.write_requests,
+        }
+    finally:
+        ctx.cancel_background()
+        if own_client:
+            await nb.aclose()
+    await emit("complete", data)
+    return data
+
+
+def _complete_without_run(
+    name: str, options: SyncOptions, started: float, problem: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "stage": name,
+        "ok": False,
+        "dry_run": options.dry_run,
+        "summary": Counts().as_dict(),
+        "duration_ms": round((time.monotonic() - started) * 1000, 1),
+        "errors": [problem],
+        "error": problem,
+    }

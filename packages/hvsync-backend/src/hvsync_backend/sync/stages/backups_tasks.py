@@ -1,0 +1,178 @@
+"""vm-backups (vzdump backups in storage content) and task-history (node task lists) as plugin records.
+
+Backups are keyed by (storage, volid) and tasks by UPID: both natural and unique in NetBox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from hvsync_backend.sync.engine import SyncContext, known_ids
+from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
+from hvsync_backend.sync.reconcile import Desired
+from hvsync_backend.sync.stages.devices import clusters
+from hvsync_backend.sync.stages.guests import guests, vm_key
+from hvsync_backend.sync.stages.plugin_records import (
+    BASE,
+    NaturalKind,
+    PluginNodeKind,
+    PluginStorageKind,
+    _nested_id,
+    plugin_endpoints,
+    storage_facts,
+)
+from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
+from hvsync_backend.sync.stages.vm_snapshots import iso
+
+TASK_LIMIT = 500
+
+
+class BackupKind(NaturalKind):
+    name = "backup"
+    path = f"{BASE}/backups"
+    read_fields = (
+        "storage",
+        "volid",
+        "vmid",
+        "virtual_machine",
+        "ctime",
+        "size",
+        "format",
+        "notes",
+        "protected",
+    )
+
+    async def lookups(self, ctx: SyncContext) -> dict[str, Any]:
+        ids = await known_ids(ctx, PluginStorageKind())
+        return {"storage": {v: k for k, v in ids.items()}}
+
+    def row_key(self, row: Mapping[str, Any], ctx: SyncContext, lookups: dict[str, Any]) -> str | None:
+        storage = lookups["storage"].get(_nested_id(row.get("storage")))
+        return f"{storage}|backup|{row.get('volid')}" if storage else None
+
+    async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
+        facts = await storage_facts(ctx)
+        storage_ids = await known_ids(ctx, PluginStorageKind())
+        vm_ids = await known_ids(ctx, VirtualMachineKind())
+        in_scope = await guests(ctx)
+
+        async def read(source: HvSource, reader: ProxmoxReader) -> list[tuple[str, dict[str, Any]]]:
+            data = facts.get(source.backend_id) or {"config": [], "per_node": {}}
+            calls = []
+            for entry in data["config"]:
+                name = str(entry.get("storage") or "")
+                if "backup" not in str(entry.get("content") or "").split(","):
+                    continue
+                nodes = [
+                    n for n, rows in data["per_node"].items() if any(r.get("storage") == name for r in rows)
+                ]
+                if bool(int(entry.get("shared") or 0)):
+                    nodes = nodes[:1]  # shared storage: one node's view is everyone's
+                calls += [(name, n) for n in nodes]
+            answers = await asyncio.gather(
+                *(reader.optional(f"nodes/{n}/storage/{s}/content", {"content": "backup"}) for s, n in calls)
+            )
+            return [(s, row) for (s, _), rows in zip(calls, answers, strict=True) for row in rows or []]
+
+        found = await ctx.per_endpoint(read)
+        out: dict[str, Desired] = {}
+        for source in ctx.sources:
+            wanted_vmids = {g.vmid for g in in_scope.get(source.backend_id, [])}
+            for storage, row in found.get(source.backend_id, []):
+                storage_key = f"{source.identity}|storage|{storage}"
+                storage_id = storage_ids.get(storage_key)
+                volid = str(row.get("volid") or "")
+                if not volid or (storage_id is None and not ctx.options.dry_run):
+                    continue
+                vmid = int(row["vmid"]) if str(row.get("vmid") or "").isdigit() else None
+                if ctx.options.only_vmids is not None and vmid not in ctx.options.only_vmids:
+                    continue
+                key = f"{storage_key}|backup|{volid}"
+                payload = {
+                    "storage": storage_id,
+                    "volid": volid,
+                    "vmid": vmid or 0,
+                    "virtual_machine": vm_ids.get(vm_key(source, vmid)) if vmid in wanted_vmids else None,
+                    "ctime": iso(row.get("ctime")),
+                    "size": int(row["size"]) if row.get("size") is not None else None,
+                    "format": str(row.get("format") or ""),
+                    "notes": str(row.get("notes") or ""),
+                    "protected": bool(int(row.get("protected") or 0)),
+                }
+                out[key] = Desired(key, volid, payload)
+        return out
+
+
+class TaskKind(NaturalKind):
+    name = "task"
+    path = f"{BASE}/task-history"
+    read_fields = (
+        "endpoint",
+        "node",
+        "upid",
+        "task_type",
+        "vmid",
+        "virtual_machine",
+        "user",
+        "status",
+        "starttime",
+        "endtime",
+    )
+
+    async def lookups(self, ctx: SyncContext) -> dict[str, Any]:
+        pks = await plugin_endpoints(ctx)
+        return {
+            "endpoint": {
+                pk: s.identity for s in ctx.sources for bid, pk in pks.items() if bid == s.backend_id
+            }
+        }
+
+    def row_key(self, row: Mapping[str, Any], ctx: SyncContext, lookups: dict[str, Any]) -> str | None:
+        identity = lookups["endpoint"].get(_nested_id(row.get("endpoint")))
+        return f"{identity}|task|{row.get('upid')}" if identity else None
+
+    async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
+        pks = await plugin_endpoints(ctx)
+        infos = await clusters(ctx)
+        hv_nodes = await known_ids(ctx, PluginNodeKind())
+        vm_ids = await known_ids(ctx, VirtualMachineKind())
+
+        async def read(source: HvSource, reader: ProxmoxReader) -> list[tuple[str, dict[str, Any]]]:
+            info = infos.get(source.backend_id)
+            names = [n.name for n in info.nodes if n.online] if info else []
+            answers = await asyncio.gather(
+                *(reader.get(f"nodes/{n}/tasks", {"limit": TASK_LIMIT}) for n in names)
+            )
+            return [(n, row) for n, rows in zip(names, answers, strict=True) for row in rows or []]
+
+        found = await ctx.per_endpoint(read)
+        out: dict[str, Desired] = {}
+        for source in ctx.sources:
+            pk = pks.get(source.backend_id)
+            if pk is None:
+                continue
+            for node, row in found.get(source.backend_id, []):
+                upid = str(row.get("upid") or "")
+                if not upid or row.get("starttime") is None:
+                    continue
+                target = str(row.get("id") or "")
+                vmid = int(target) if target.isdigit() else None
+                if ctx.options.only_vmids is not None and vmid not in ctx.options.only_vmids:
+                    continue
+                key = f"{source.identity}|task|{upid}"
+                payload = {
+                    "endpoint": pk,
+                    "node": hv_nodes.get(f"{source.identity}|hvnode|{node}"),
+                    "upid": upid,
+                    "task_type": str(row.get("type") or ""),
+                    "vmid": vmid,
+                    "virtual_machine": vm_ids.get(vm_key(source, vmid)) if vmid is not None else None,
+                    "user": str(row.get("user") or ""),
+                    "status": str(row.get("status") or ""),
+                    "starttime": iso(row.get("starttime")),
+                    "endtime": iso(row.get("endtime")),
+                }
+                out[key] = Desired(key, upid, payload)
+        return out

@@ -1,0 +1,229 @@
+"""replications and backup-routines: cluster job definitions as plugin records.
+
+Identity is natural (plugin endpoint + job id / replication id). A job that disappears from Proxmox is
+not deleted: its record is marked `status: stale` (and `active` again if it comes back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hvsync_backend.sync.engine import SyncContext, known_ids
+from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
+from hvsync_backend.sync.reconcile import Desired
+from hvsync_backend.sync.stages.guests import vm_key
+from hvsync_backend.sync.stages.plugin_records import (
+    BASE,
+    NaturalKind,
+    PluginNodeKind,
+    PluginStorageKind,
+    _nested_id,
+    plugin_endpoints,
+)
+from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
+
+PBS_MODES = {"default", "legacy", "data"}
+
+
+def _props(text: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in str(text or "").split(","):
+        name, sep, value = part.partition("=")
+        if sep:
+            out[name.strip()] = value.strip()
+    return out
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if str(value or "").strip().isdigit() else None
+
+
+class JobKind(NaturalKind):
+    """Shared stale-marking: managed records whose job vanished get `status: stale`."""
+
+    id_field = ""
+    proxmox_path = ""
+
+    async def lookups(self, ctx: SyncContext) -> dict[str, Any]:
+        pks = await plugin_endpoints(ctx)
+        return {
+            "endpoint": {
+                pk: s.identity for s in ctx.sources for bid, pk in pks.items() if bid == s.backend_id
+            }
+        }
+
+    def row_key(self, row: Mapping[str, Any], ctx: SyncContext, lookups: dict[str, Any]) -> str | None:
+        identity = lookups["endpoint"].get(_nested_id(row.get("endpoint")))
+        return f"{identity}|{self.name}|{row.get(self.id_field)}" if identity else None
+
+    def build(
+        self, ctx: SyncContext, source: HvSource, pk: int, job: dict[str, Any], refs: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    async def refs(self, ctx: SyncContext) -> dict[str, Any]:
+        return {}
+
+    async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
+        pks = await plugin_endpoints(ctx)
+
+        async def read(source: HvSource, reader: ProxmoxReader) -> list[dict[str, Any]]:
+            return list(await reader.get(self.proxmox_path) or [])
+
+        found = await ctx.per_endpoint(read)
+        refs = await self.refs(ctx)
+        out: dict[str, Desired] = {}
+        for source in ctx.sources:
+            pk = pks.get(source.backend_id)
+            if pk is None or source.backend_id not in found:
+                continue
+            for job in found[source.backend_id]:
+                payload = self.build(ctx, source, pk, job, refs)
+                if payload is not None:
+                    key = f"{source.identity}|{self.name}|{payload[self.id_field]}"
+                    out[key] = Desired(key, str(payload[self.id_field]), {**payload, "status": "active"})
+        if ctx.options.partial:
+            return out  # selected-object runs never judge what they did not select
+        for key, have in (await self.current(ctx)).items():
+            if key not in out and ctx.source_of(key) not in ctx.failed_endpoints:
+                out[key] = Desired(key, have.label, {"status": "stale"})
+        return out
+
+
+class BackupRoutineKind(JobKind):
+    name = "backup-routine"
+    path = f"{BASE}/backup-routines"
+    id_field = "job_id"
+    proxmox_path = "cluster/backup"
+    read_fields = (
+        "endpoint",
+        "job_id",
+        "enabled",
+        "schedule",
+        "node",
+        "storage",
+        "selection",
+        "comment",
+        "status",
+        "keep_last",
+        "keep_daily",
+        "keep_weekly",
+        "keep_monthly",
+        "keep_yearly",
+        "keep_all",
+        "notes_template",
+        "bwlimit",
+        "zstd",
+        "io_workers",
+        "fleecing",
+        "fleecing_storage",
+        "repeat_missed",
+        "pbs_change_detection_mode",
+        "raw_config",
+    )
+
+    async def refs(self, ctx: SyncContext) -> dict[str, Any]:
+        return {
+            "nodes": await known_ids(ctx, PluginNodeKind()),
+            "storage": await known_ids(ctx, PluginStorageKind()),
+        }
+
+    def build(
+        self, ctx: SyncContext, source: HvSource, pk: int, job: dict[str, Any], refs: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        job_id = str(job.get("id") or "")
+        if not job_id:
+            return None
+        prune = _props(job.get("prune-backups"))
+        fleecing = _props(job.get("fleecing"))
+        fleecing_on = fleecing.get("enabled") in ("1", "true")
+        storage_of = lambda name: refs["storage"].get(f"{source.identity}|storage|{name}") if name else None  # noqa: E731
+        mode = str(job.get("pbs-change-detection-mode") or "")
+        performance = _props(job.get("performance"))
+        return {
+            "endpoint": pk,
+            "job_id": job_id,
+            "enabled": str(job.get("enabled", 1)) not in ("0", "false"),
+            "schedule": str(job.get("schedule") or job.get("starttime") or ""),
+            "node": refs["nodes"].get(f"{source.identity}|hvnode|{job['node']}") if job.get("node") else None,
+            "storage": storage_of(job.get("storage")),
+            "selection": sorted(int(v) for v in str(job.get("vmid") or "").split(",") if v.strip().isdigit()),
+            "comment": str(job.get("comment") or "")[:500],
+            "keep_last": _int(prune.get("keep-last")),
+            "keep_daily": _int(prune.get("keep-daily")),
+            "keep_weekly": _int(prune.get("keep-weekly")),
+            "keep_monthly": _int(prune.get("keep-monthly")),
+            "keep_yearly": _int(prune.get("keep-yearly")),
+            "keep_all": (prune.get("keep-all") == "1") if "keep-all" in prune else None,
+            "notes_template": str(job.get("notes-template") or "")[:1024],
+            "bwlimit": _int(job.get("bwlimit")),
+            "zstd": _int(job.get("zstd")),
+            "io_workers": _int(performance.get("max-workers")),
+            "fleecing": str(job.get("fleecing") or "") if fleecing_on else "",
+            "fleecing_storage": storage_of(fleecing.get("storage")) if fleecing_on else None,
+            "repeat_missed": str(job.get("repeat-missed", 0)) in ("1", "true"),
+            "pbs_change_detection_mode": mode if mode in PBS_MODES else "",
+            "raw_config": dict(job),
+        }
+
+
+class ReplicationKind(JobKind):
+    name = "replication"
+    path = f"{BASE}/replications"
+    id_field = "replication_id"
+    proxmox_path = "cluster/replication"
+    read_fields = (
+        "endpoint",
+        "replication_id",
+        "virtual_machine",
+        "hv_node",
+        "guest",
+        "target",
+        "job_type",
+        "schedule",
+        "rate",
+        "comment",
+        "disable",
+        "source",
+        "jobnum",
+        "remove_job",
+        "status",
+        "raw_config",
+    )
+
+    async def refs(self, ctx: SyncContext) -> dict[str, Any]:
+        return {
+            "nodes": await known_ids(ctx, PluginNodeKind()),
+            "vms": await known_ids(ctx, VirtualMachineKind()),
+        }
+
+    def build(
+        self, ctx: SyncContext, source: HvSource, pk: int, job: dict[str, Any], refs: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        rid = str(job.get("id") or "")
+        guest = _int(job.get("guest")) or _int(rid.split("-")[0])
+        vm = refs["vms"].get(vm_key(source, guest)) if guest else None
+        if not rid or vm is None:
+            return None  # a replication needs its VM in NetBox (skipped VMs get no dependent objects)
+        src = str(job.get("source") or "")
+        rate = job.get("rate")
+        return {
+            "endpoint": pk,
+            "replication_id": rid,
+            "virtual_machine": vm,
+            "hv_node": refs["nodes"].get(f"{source.identity}|hvnode|{src}") if src else None,
+            "guest": guest,
+            "target": str(job.get("target") or ""),
+            "job_type": str(job.get("type") or "local"),
+            "schedule": str(job.get("schedule") or ""),
+            "rate": float(rate) if rate not in (None, "") else None,
+            "comment": str(job.get("comment") or "")[:500],
+            "disable": str(job.get("disable", 0)) in ("1", "true"),
+            "source": src,
+            "jobnum": _int(job.get("jobnum"))
+            if _int(job.get("jobnum")) is not None
+            else _int(rid.split("-")[-1]) or 0,
+            "remove_job": job.get("remove_job") or None,
+            "raw_config": dict(job),
+        }

@@ -1,0 +1,34 @@
+"""netbox-hvsync: the NetBox plugin of hvsync.
+
+`netbox_hvsync.core` holds the SPEC's rules in plain Python and must import without NetBox, so the
+PluginConfig is only defined when NetBox itself is importable.
+"""
+
+__version__ = "0.0.26.post7"
+
+try:
+    from netbox.plugins import PluginConfig
+except ImportError:  # outside NetBox: only netbox_hvsync.core is usable
+    PluginConfig = None  # type: ignore[assignment,misc]
+
+if PluginConfig is not None:
+
+    class HvsyncConfig(PluginConfig):
+        name = "netbox_hvsync"
+        verbose_name = "hvsync"
+        description = "Keeps NetBox true to Proxmox VE through the hvsync backend"
+        version = __version__
+        author = "hvsync"
+        base_url = "hvsync"
+        min_version = "4.5.8"
+        max_version = "4.7.99"
+        default_settings: dict = {"encryption_key": ""}
+
+        def ready(self) -> None:
+            super().ready()
+            from netbox_hvsync import (
+                receivers,  # noqa: F401  (push on save, key adoption)
+                signals,  # noqa: F401  (connects the deletion guard)
+            )
+
+    config = HvsyncConfig

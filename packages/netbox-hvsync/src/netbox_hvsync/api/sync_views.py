@@ -1,0 +1,196 @@
+"""`sync/schedule/` and `jobs/{id}/cancel/`: queue and cancel sync jobs, each under its own permission."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import django_rq
+from core.api.serializers import JobSerializer
+from core.choices import JobStatusChoices
+from core.models import Job
+from django.db import transaction
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from netbox.api.authentication import TokenPermissions
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from netbox_hvsync import models
+from netbox_hvsync.choices import SYNC_STAGES, SYNC_TYPE_ALL, SyncModeChoices
+from netbox_hvsync.jobs import enqueue_sync
+from netbox_hvsync.sync_job_filters import sync_jobs
+
+logger = logging.getLogger("netbox_hvsync.api")
+
+CANCELLABLE = (
+    JobStatusChoices.STATUS_PENDING,
+    JobStatusChoices.STATUS_SCHEDULED,
+    JobStatusChoices.STATUS_RUNNING,
+)
+
+
+class _IdList(serializers.ListField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            child=serializers.IntegerField(min_value=1), required=False, allow_empty=True, **kwargs
+        )
+
+
+class SyncScheduleSerializer(serializers.Serializer):
+    """The body of POST sync/schedule/; every error names its field."""
+
+    sync_types = serializers.ListField(
+        child=serializers.ChoiceField(choices=[SYNC_TYPE_ALL, *SYNC_STAGES]),
+        required=False,
+        allow_empty=False,
+        help_text="Stage slugs, or ['all'] (the default)",
+    )
+    hv_endpoint_ids = _IdList(help_text="Plugin ids of the Proxmox endpoints; empty or absent = all")
+    cluster_ids = _IdList()
+    node_ids = _IdList()
+    vm_ids = _IdList(help_text="NetBox virtual machine ids (selected-objects mode)")
+    mode = serializers.ChoiceField(choices=SyncModeChoices.values(), default=SyncModeChoices.STAGED)
+    batch_object_type = serializers.ChoiceField(
+        choices=["virtualization.virtualmachine"], required=False, allow_null=True
+    )
+    backend_endpoint_id = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    schedule_at = serializers.DateTimeField(required=False, allow_null=True)
+    interval = serializers.IntegerField(min_value=1, required=False, allow_null=True, help_text="minutes")
+    use_branch = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Run the stages in a netbox-branching working branch, merged at the end (staged mode)",
+    )
+
+    def _check_ids(self, model: type, ids: list[int]) -> list[int]:
+        found = set(model.objects.filter(pk__in=ids).values_list("pk", flat=True))
+        if missing := sorted(set(ids) - found):
+            raise serializers.ValidationError(f"Unknown id(s): {', '.join(map(str, missing))}")
+        return ids
+
+    def validate_hv_endpoint_ids(self, value: list[int]) -> list[int]:
+        return self._check_ids(models.HvEndpoint, value)
+
+    def validate_cluster_ids(self, value: list[int]) -> list[int]:
+        return self._check_ids(models.HvCluster, value)
+
+    def validate_node_ids(self, value: list[int]) -> list[int]:
+        return self._check_ids(models.HvNode, value)
+
+    def validate_vm_ids(self, value: list[int]) -> list[int]:
+        from virtualization.models import VirtualMachine
+
+        return self._check_ids(VirtualMachine, value)
+
+    def validate_backend_endpoint_id(self, value: int | None) -> int | None:
+        if value is not None:
+            self._check_ids(models.BackendEndpoint, [value])
+        return value
+
+    def validate_schedule_at(self, value: Any) -> Any:
+        if value is not None and value <= timezone.now():
+            raise serializers.ValidationError("Must be in the future.")
+        return value
+
+    def validate_sync_types(self, value: list[str]) -> list[str]:
+        if SYNC_TYPE_ALL in value and len(value) > 1:
+            raise serializers.ValidationError("'all' cannot be combined with other stages.")
+        return list(dict.fromkeys(value))
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("mode") == SyncModeChoices.SELECTED and not attrs.get("vm_ids"):
+            raise serializers.ValidationError({"vm_ids": "A selected-objects sync needs at least one VM id."})
+        if attrs.get("mode") == SyncModeChoices.SELECTED and not attrs.get("batch_object_type"):
+            attrs["batch_object_type"] = "virtualization.virtualmachine"
+        if attrs.get("use_branch"):
+            from netbox_hvsync.branching import branching_installed
+
+            if attrs.get("mode") == SyncModeChoices.SELECTED:
+                raise serializers.ValidationError(
+                    {
+                        "use_branch": "A branched sync runs the staged pipeline; selected-objects mode is not branched."
+                    }
+                )
+            if not branching_installed():
+                raise serializers.ValidationError({"use_branch": "netbox-branching is not installed."})
+        return attrs
+
+
+class JobCancelPermission(TokenPermissions):
+    """Cancelling changes a job: POST maps to `core.change_job` instead of `core.add_job`."""
+
+    perms_map = {**TokenPermissions.perms_map, "POST": ["%(app_label)s.change_%(model_name)s"]}
+
+
+class SyncScheduleView(APIView):
+    """POST: queue a sync (needs `core.add_job`). Answers 201 with the core job row."""
+
+    queryset = Job.objects.all()  # TokenPermissions: POST requires core.add_job; token must be write-enabled
+
+    def get_view_name(self) -> str:
+        return "Schedule sync"
+
+    def post(self, request: Request) -> Response:
+        if not request.user.has_perm("core.add_job"):
+            raise PermissionDenied("Scheduling a sync requires the core.add_job permission.")
+        body = SyncScheduleSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        job = enqueue_sync(user=request.user, **body.validated_data)
+        logger.info("sync job %s queued by %s", job.pk, request.user)
+        return Response(JobSerializer(job, context={"request": request}).data, status=status.HTTP_201_CREATED)
+
+
+class JobCancelView(APIView):
+    """POST: cancel a pending, scheduled or running sync job (needs `core.change_job` on that job)."""
+
+    queryset = Job.objects.all()
+    permission_classes = [JobCancelPermission]
+
+    def get_view_name(self) -> str:
+        return "Cancel sync job"
+
+    def post(self, request: Request, pk: int) -> Response:
+        if not request.user.has_perm("core.change_job"):
+            raise PermissionDenied("Cancelling a job requires the core.change_job permission.")
+        job = get_object_or_404(sync_jobs(Job.objects.restrict(request.user, "change")), pk=pk)
+        if job.status not in CANCELLABLE:
+            return Response(
+                {
+                    "detail": f"Job {job.pk} is {job.status}; only pending, scheduled or running jobs can be cancelled."
+                },
+                status=status.HTTP_409_CONFLICT,
+            )
+        _stop_rq_job(job)
+        with transaction.atomic():
+            job.log(_cancel_record(request.user))
+            job.terminate(status=JobStatusChoices.STATUS_FAILED, error=f"Cancelled by {request.user}")
+        return Response(JobSerializer(job, context={"request": request}).data, status=status.HTTP_200_OK)
+
+
+def _cancel_record(user: Any) -> logging.LogRecord:
+    return logging.makeLogRecord(
+        {"levelno": logging.WARNING, "levelname": "WARNING", "msg": f"Cancelled by {user}"}
+    )
+
+
+def _stop_rq_job(job: Job) -> None:
+    """Best effort: drop the queued RQ job, or ask the worker to stop a running one."""
+    from rq.command import send_stop_job_command
+    from rq.exceptions import InvalidJobOperation, NoSuchJobError
+    from rq.job import Job as RQJob
+
+    try:
+        queue = django_rq.get_queue(job.queue_name or "default")
+        rq_job = RQJob.fetch(str(job.job_id), connection=queue.connection)
+        if job.status == JobStatusChoices.STATUS_RUNNING:
+            send_stop_job_command(queue.connection, str(job.job_id))
+        else:
+            rq_job.cancel()
+    except (NoSuchJobError, InvalidJobOperation):
+        pass
+    except Exception as exc:  # Redis unreachable: the row is still marked, the worker checks it
+        logger.warning("could not stop RQ job %s: %s", job.job_id, type(exc).__name__)

@@ -1,0 +1,200 @@
+"""REST viewsets under /api/plugins/hvsync/ (SPEC 4.4). NetBox's viewsets enforce object permissions."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from core.api.serializers import JobSerializer
+from core.models import Job
+from netbox.api.viewsets import NetBoxModelViewSet, NetBoxReadOnlyModelViewSet
+from rest_framework.routers import APIRootView
+from utilities.exceptions import AbortRequest
+
+from netbox_hvsync import filtersets, models
+from netbox_hvsync.sync_job_filters import SyncJobFilterSet, sync_jobs
+
+from . import serializers
+
+
+class HvsyncRootView(APIRootView):
+    def get_view_name(self) -> str:
+        return "hvsync"
+
+
+class BackendEndpointViewSet(NetBoxModelViewSet):
+    queryset = models.BackendEndpoint.objects.select_related("ip_address")
+    serializer_class = serializers.BackendEndpointSerializer
+    filterset_class = filtersets.BackendEndpointFilterSet
+
+
+class InventoryEndpointViewSet(NetBoxModelViewSet):
+    queryset = models.InventoryEndpoint.objects.select_related("ip_address")
+    serializer_class = serializers.InventoryEndpointSerializer
+    filterset_class = filtersets.InventoryEndpointFilterSet
+
+
+class HvEndpointViewSet(NetBoxModelViewSet):
+    queryset = models.HvEndpoint.objects.select_related("ip_address", "site", "tenant")
+    serializer_class = serializers.HvEndpointSerializer
+    filterset_class = filtersets.HvEndpointFilterSet
+
+    def perform_bulk_update(self, objects: Any, update_data: dict[int, dict[str, Any]], partial: bool) -> Any:
+        """A list PATCH/PUT is a local-only bulk change: refuse toggles on endpoints with a confirmed grant."""
+        guarded = models.HvEndpointQuerySet.GUARDED_FIELDS
+        touched = [pk for pk, attrs in update_data.items() if guarded & attrs.keys()]
+        blocked = objects.filter(pk__in=touched, template_build_grant_confirmed=True).first()
+        if blocked is not None:
+            raise AbortRequest(
+                f"Cannot bulk-change enabled/allow_template_builds of Proxmox endpoint {blocked.name!r}: the "
+                f"backend last confirmed template builds as allowed for it. Update it on its own so the "
+                f"backend confirms the revocation."
+            )
+        return super().perform_bulk_update(objects, update_data, partial)
+
+
+class HvClusterViewSet(NetBoxModelViewSet):
+    queryset = models.HvCluster.objects.select_related("endpoint", "cluster")
+    serializer_class = serializers.HvClusterSerializer
+    filterset_class = filtersets.HvClusterFilterSet
+
+
+class HvNodeViewSet(NetBoxModelViewSet):
+    queryset = models.HvNode.objects.select_related("cluster", "device")
+    serializer_class = serializers.HvNodeSerializer
+    filterset_class = filtersets.HvNodeFilterSet
+
+
+class HvStorageViewSet(NetBoxModelViewSet):
+    queryset = models.HvStorage.objects.select_related("cluster").prefetch_related("nodes")
+    serializer_class = serializers.HvStorageSerializer
+    filterset_class = filtersets.HvStorageFilterSet
+
+
+class HvBackupViewSet(NetBoxModelViewSet):
+    queryset = models.HvBackup.objects.select_related("storage__cluster", "virtual_machine")
+    serializer_class = serializers.HvBackupSerializer
+    filterset_class = filtersets.HvBackupFilterSet
+
+
+class HvSnapshotViewSet(NetBoxModelViewSet):
+    queryset = models.HvSnapshot.objects.select_related("virtual_machine")
+    serializer_class = serializers.HvSnapshotSerializer
+    filterset_class = filtersets.HvSnapshotFilterSet
+
+
+class HvTaskHistoryViewSet(NetBoxModelViewSet):
+    queryset = models.HvTaskHistory.objects.select_related("endpoint", "node", "virtual_machine")
+    serializer_class = serializers.HvTaskHistorySerializer
+    filterset_class = filtersets.HvTaskHistoryFilterSet
+
+
+class BackupRoutineViewSet(NetBoxModelViewSet):
+    queryset = models.BackupRoutine.objects.select_related(
+        "endpoint", "node", "storage__cluster", "fleecing_storage__cluster"
+    )
+    serializer_class = serializers.BackupRoutineSerializer
+    filterset_class = filtersets.BackupRoutineFilterSet
+
+
+class ReplicationViewSet(NetBoxModelViewSet):
+    queryset = models.Replication.objects.select_related("endpoint", "virtual_machine", "hv_node")
+    serializer_class = serializers.ReplicationSerializer
+    filterset_class = filtersets.ReplicationFilterSet
+
+
+class DeletionRequestViewSet(NetBoxReadOnlyModelViewSet):
+    """Read-only: requests are made and decided in the UI (four eyes); writes answer 405."""
+
+    queryset = models.DeletionRequest.objects.select_related(
+        "endpoint", "object_type", "requested_by", "approved_by"
+    )
+    serializer_class = serializers.DeletionRequestSerializer
+    filterset_class = filtersets.DeletionRequestFilterSet
+
+
+class ApplyJobViewSet(NetBoxReadOnlyModelViewSet):
+    """Read-only audit of plan-then-apply cycles; writes answer 405."""
+
+    queryset = models.ApplyJob.objects.select_related("endpoint")
+    serializer_class = serializers.ApplyJobSerializer
+    filterset_class = filtersets.ApplyJobFilterSet
+
+
+class SyncJobViewSet(NetBoxReadOnlyModelViewSet):
+    """Core Job rows of hvsync syncs, serialized exactly as NetBox's core job serializer does.
+
+    `log_entries` can reach ~130 KB per row, so list responses omit it unless `include_log_entries=true`.
+    Object permissions are the core ones: the caller sees the jobs `core.view_job` allows.
+    """
+
+    queryset = sync_jobs(Job.objects.select_related("user", "object_type"))
+    serializer_class = JobSerializer
+    filterset_class = SyncJobFilterSet
+
+    @cached_property
+    def field_kwargs(self) -> dict[str, Any]:
+        kwargs = dict(super().field_kwargs)
+        if self.action == "list" and not self._include_log_entries and "fields" not in kwargs:
+            kwargs["omit"] = [*kwargs.get("omit", []), "log_entries"]
+        return kwargs
+
+    @property
+    def _include_log_entries(self) -> bool:
+        return self.request.query_params.get("include_log_entries", "").lower() in ("true", "1", "yes", "on")
+
+
+#
+# Sidecars
+#
+
+
+def _sidecar_viewset(model: type, serializer: type, filterset: type, related: tuple[str, ...]) -> type:
+    return type(
+        f"{model.__name__}ViewSet",
+        (NetBoxModelViewSet,),
+        {
+            "queryset": model.objects.select_related("endpoint", *related),
+            "serializer_class": serializer,
+            "filterset_class": filterset,
+            "__doc__": f"Sync-state sidecar {model._meta.verbose_name}: written by the backend.",
+        },
+    )
+
+
+SyncedVirtualMachineViewSet = _sidecar_viewset(
+    models.SyncedVirtualMachine,
+    serializers.SyncedVirtualMachineSerializer,
+    filtersets.SyncedVirtualMachineFilterSet,
+    ("virtual_machine", "cluster"),
+)
+SyncedDeviceViewSet = _sidecar_viewset(
+    models.SyncedDevice,
+    serializers.SyncedDeviceSerializer,
+    filtersets.SyncedDeviceFilterSet,
+    ("device", "node"),
+)
+SyncedInterfaceViewSet = _sidecar_viewset(
+    models.SyncedInterface,
+    serializers.SyncedInterfaceSerializer,
+    filtersets.SyncedInterfaceFilterSet,
+    ("vm_interface", "interface"),
+)
+SyncedVirtualDiskViewSet = _sidecar_viewset(
+    models.SyncedVirtualDisk,
+    serializers.SyncedVirtualDiskSerializer,
+    filtersets.SyncedVirtualDiskFilterSet,
+    ("virtual_disk",),
+)
+SyncedIPAddressViewSet = _sidecar_viewset(
+    models.SyncedIPAddress,
+    serializers.SyncedIPAddressSerializer,
+    filtersets.SyncedIPAddressFilterSet,
+    ("ip_address",),
+)
+SyncedVLANViewSet = _sidecar_viewset(
+    models.SyncedVLAN, serializers.SyncedVLANSerializer, filtersets.SyncedVLANFilterSet, ("vlan",)
+)
+SyncedPrefixViewSet = _sidecar_viewset(
+    models.SyncedPrefix, serializers.SyncedPrefixSerializer, filtersets.SyncedPrefixFilterSet, ("prefix",)
+)

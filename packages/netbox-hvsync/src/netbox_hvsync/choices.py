@@ -1,0 +1,120 @@
+"""Choice sets of the plugin's records, in NetBox's ChoiceSet style (value, label, colour)."""
+
+from utilities.choices import ChoiceSet
+
+
+class KeyStateChoices(ChoiceSet):
+    PENDING = "pending"
+    ADOPTED = "adopted"
+    FAILED = "failed"
+    CHOICES = [
+        (PENDING, "Pending", "yellow"),
+        (ADOPTED, "Adopted", "green"),
+        (FAILED, "Failed", "red"),
+    ]
+
+
+class TokenVersionChoices(ChoiceSet):
+    V1 = 1
+    V2 = 2
+    CHOICES = [(V1, "v1"), (V2, "v2")]
+
+
+class AccessMethodChoices(ChoiceSet):
+    TOKEN = "token"
+    PASSWORD = "password"
+    CHOICES = [(TOKEN, "API token"), (PASSWORD, "Password")]
+
+
+class SyncedStatusChoices(ChoiceSet):
+    """Status of a record mirrored from Proxmox: still present there, or gone (stale)."""
+
+    ACTIVE = "active"
+    STALE = "stale"
+    CHOICES = [(ACTIVE, "Active", "green"), (STALE, "Stale", "orange")]
+
+
+class ReplicationJobTypeChoices(ChoiceSet):
+    LOCAL = "local"
+    CHOICES = [(LOCAL, "Local")]
+
+
+class RemoveJobChoices(ChoiceSet):
+    LOCAL = "local"
+    FULL = "full"
+    CHOICES = [(LOCAL, "Local"), (FULL, "Full")]
+
+
+class PbsChangeDetectionModeChoices(ChoiceSet):
+    DEFAULT = "default"
+    LEGACY = "legacy"
+    DATA = "data"
+    CHOICES = [(DEFAULT, "Default"), (LEGACY, "Legacy"), (DATA, "Data")]
+
+
+class VmTypeChoices(ChoiceSet):
+    QEMU = "qemu"
+    LXC = "lxc"
+    CHOICES = [(QEMU, "QEMU VM"), (LXC, "LXC container")]
+
+
+class BackupVerificationChoices(ChoiceSet):
+    NONE = "none"
+    OK = "ok"
+    FAILED = "failed"
+    CHOICES = [(NONE, "Not verified", "gray"), (OK, "Verified", "green"), (FAILED, "Failed", "red")]
+
+
+class DeletionRequestStatusChoices(ChoiceSet):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXECUTED = "executed"
+    CHOICES = [
+        (PENDING, "Pending", "yellow"),
+        (APPROVED, "Approved", "blue"),
+        (REJECTED, "Rejected", "red"),
+        (EXECUTED, "Executed", "green"),
+    ]
+
+
+class ApplyJobStatusChoices(ChoiceSet):
+    PLANNED = "planned"
+    APPLYING = "applying"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CHOICES = [
+        (PLANNED, "Planned", "cyan"),
+        (APPLYING, "Applying", "blue"),
+        (COMPLETED, "Completed", "green"),
+        (FAILED, "Failed", "red"),
+    ]
+
+
+# The 13 stages of the staged pipeline, in order (DESIGN 3); "all" selects every stage.
+SYNC_STAGES: tuple[str, ...] = (
+    "devices",
+    "storage",
+    "virtual-machines",
+    "task-history",
+    "vm-disks",
+    "vm-backups",
+    "vm-snapshots",
+    "network-interfaces",
+    "vm-interfaces",
+    "ip-addresses",
+    "sdn",
+    "replications",
+    "backup-routines",
+)
+SYNC_TYPE_ALL = "all"
+
+
+class SyncTypeChoices(ChoiceSet):
+    CHOICES = [(SYNC_TYPE_ALL, "All stages")] + [(slug, slug) for slug in SYNC_STAGES]
+
+
+class SyncModeChoices(ChoiceSet):
+    STAGED = "staged"
+    SELECTED = "selected"
+    CHOICES = [(STAGED, "Staged (full)"), (SELECTED, "Selected objects")]

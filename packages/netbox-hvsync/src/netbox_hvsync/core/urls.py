@@ -1,0 +1,204 @@
+"""Canonical backend targets and resolved hosts (SPEC 5.2.5, 4.5 identity rules).
+
+The target URL or IP is canonicalized before the first request: authority injection and userinfo,
+path, query or fragment syntax are rejected; DNS names and IP values are validated; IPv6 literals
+are bracketed. The same host normalisation serves the identity rules, so "same target" means one
+thing everywhere.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+SCHEMES = ("http", "https")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+_FORBIDDEN_CHARS = re.compile(r"[\s\\@%#?/\x00-\x1f\x7f]")
+
+
+class TargetError(ValueError):
+    """A target that must not be dialled; `field` names the offending input."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class CanonicalTarget:
+    """A validated backend address: scheme, host (IPv6 unbracketed), port."""
+
+    scheme: str
+    host: str
+    port: int
+
+    @property
+    def is_ipv6(self) -> bool:
+        return ":" in self.host
+
+    @property
+    def authority(self) -> str:
+        host = f"[{self.host}]" if self.is_ipv6 else self.host
+        return f"{host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.scheme}://{self.authority}"
+
+
+def parse_port(value: object, field: str = "port") -> int:
+    """A TCP port from an int or a string of digits; bools and out-of-range values are refused."""
+    if isinstance(value, bool):
+        raise TargetError(field, "must be an integer between 1 and 65535")
+    if isinstance(value, int):
+        port = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        port = int(value.strip())
+    else:
+        raise TargetError(field, "must be an integer between 1 and 65535")
+    if not 1 <= port <= 65535:
+        raise TargetError(field, "must be an integer between 1 and 65535")
+    return port
+
+
+def port_or_none(value: object) -> int | None:
+    try:
+        return parse_port(value)
+    except TargetError:
+        return None
+
+
+def canonical_ip(value: str) -> str | None:
+    """Canonical text of an IP literal (prefix length dropped, IPv6 compressed), or None."""
+    text = value.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    if "/" in text:
+        text = text.split("/", 1)[0]
+    if "%" in text:  # zone ids are link-local to one machine, never a backend identity
+        return None
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None
+
+
+def canonical_dns_name(value: str) -> str | None:
+    """Lower-cased DNS name without trailing dot, or None when it is not a valid hostname."""
+    name = value.strip().lower()
+    if name.endswith("."):
+        name = name[:-1]
+    if not name or len(name) > 253:
+        return None
+    labels = name.split(".")
+    if not all(_LABEL.match(label) for label in labels):
+        return None
+    if labels[-1].isdigit():  # "10.0.0.300", "010.1.1.1": numeric, but not a valid IP
+        return None
+    return name
+
+
+def canonical_host(value: str | None) -> str | None:
+    """An IP literal or a DNS name in canonical form; None for blank or invalid input."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value)
+    return canonical_ip(text) or canonical_dns_name(text)
+
+
+def resolve_host(domain: str | None, ip_address: str | None) -> str | None:
+    """SPEC 4.5 identity: the resolved host is the domain, else the IP address."""
+    if domain is not None and str(domain).strip():
+        return canonical_host(domain)
+    return canonical_host(ip_address)
+
+
+def resolve_target(domain: str | None, ip_address: str | None, port: object) -> tuple[str, int] | None:
+    """(host, port) when both resolve, None otherwise (identity fails closed on None)."""
+    host = resolve_host(domain, ip_address)
+    parsed_port = port_or_none(port)
+    if host is None or parsed_port is None:
+        return None
+    return host, parsed_port
+
+
+def canonicalize_target(
+    value: str, port: object | None = None, *, field: str = "url", default_scheme: str = "https"
+) -> CanonicalTarget:
+    """Validate a backend URL or IP before any request is made (SPEC 5.2.5).
+
+    Accepts `https://host:8800`, `host`, `10.0.0.5`, `fd00::5`, `[fd00::5]:8800`; refuses userinfo,
+    paths other than `/`, queries, fragments, backslashes, percent-escapes, whitespace and control
+    characters. A port in the URL must agree with the separate `port` value when both are given.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise TargetError(field, "a backend URL or IP address is required")
+    text = value.strip()
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value) or " " in text or "\\" in text:
+        raise TargetError(field, "must not contain whitespace, control characters or backslashes")
+
+    bare_ip = canonical_ip(text) if "/" not in text else None
+    if bare_ip is not None:
+        return _with_port(default_scheme, bare_ip, None, port, field)
+
+    candidate = text if "://" in text else f"{default_scheme}://{text}"
+    scheme_part, _, rest = candidate.partition("://")
+    scheme = scheme_part.lower()
+    if scheme not in SCHEMES:
+        raise TargetError(field, f"scheme must be http or https, not {scheme_part!r}")
+    authority, sep, tail = _split_authority(rest)
+    if "@" in authority:
+        raise TargetError(field, "must not contain user information (user@ or user:password@)")
+    if sep == "/" and tail not in ("",):
+        raise TargetError(field, "must not contain a path")
+    if sep in ("?", "#"):
+        raise TargetError(field, "must not contain a query or fragment")
+    if "%" in authority:
+        raise TargetError(field, "must not contain percent-escapes or IPv6 zone identifiers")
+
+    if authority.count(":") > 1 and not authority.startswith("["):
+        raise TargetError(field, "IPv6 addresses must be bracketed in a URL")
+    try:
+        parts = urlsplit(f"{scheme}://{authority}")
+        url_port = parts.port
+        hostname = parts.hostname
+    except ValueError as exc:
+        raise TargetError(field, f"is not a valid URL authority ({exc})") from None
+    if not hostname:
+        raise TargetError(field, "has no host")
+    if authority.startswith("[") != (":" in hostname):
+        raise TargetError(field, "IPv6 addresses must be bracketed in a URL")
+    host = canonical_ip(hostname) if ":" in hostname or hostname[-1:].isdigit() else None
+    if host is None:
+        host = canonical_dns_name(hostname)
+    if host is None:
+        raise TargetError(field, f"{hostname!r} is neither a valid DNS name nor an IP address")
+    return _with_port(scheme, host, url_port, port, field)
+
+
+def _split_authority(rest: str) -> tuple[str, str, str]:
+    """Split `authority[/?#]tail`, returning the first delimiter found."""
+    match = re.search(r"[/?#]", rest)
+    if not match:
+        return rest, "", ""
+    index = match.start()
+    return rest[:index], rest[index], rest[index + 1 :]
+
+
+def _with_port(
+    scheme: str, host: str, url_port: int | None, port: object | None, field: str
+) -> CanonicalTarget:
+    given = None if port is None or port == "" else parse_port(port)
+    if url_port is not None:
+        url_port = parse_port(url_port, field)
+    if url_port is not None and given is not None and url_port != given:
+        raise TargetError("port", f"{given} disagrees with the port {url_port} in the {field}")
+    final = url_port if url_port is not None else given
+    if final is None:
+        final = DEFAULT_PORTS[scheme]
+    return CanonicalTarget(scheme=scheme, host=host, port=final)

@@ -1,0 +1,114 @@
+"""Sync jobs on NetBox's job queue: a core Job row whose `data["sync"]` records what was asked for.
+
+`enqueue_sync()` is the single way a sync is queued (REST `sync/schedule/`, UI buttons, repair). The job
+body lives in `sync_runner` (preflight, scope, local reconciliation, stage loop).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from core.models import Job
+from django.db import transaction
+from netbox.jobs import JobRunner
+
+from netbox_hvsync.choices import SYNC_TYPE_ALL, SyncModeChoices
+
+SYNC_JOB_NAME = "hvsync sync"
+
+
+class SyncOrchestrationNotImplemented(RuntimeError):
+    """The job ran, but the stage orchestration is not part of this release yet."""
+
+
+def build_sync_block(
+    *,
+    sync_types: Sequence[str] | None = None,
+    hv_endpoint_ids: Sequence[int] | None = None,
+    cluster_ids: Sequence[int] | None = None,
+    node_ids: Sequence[int] | None = None,
+    vm_ids: Sequence[int] | None = None,
+    batch_object_type: str | None = None,
+    mode: str = SyncModeChoices.STAGED,
+    backend_endpoint_id: int | None = None,
+    run_id: str | None = None,
+    use_branch: bool = False,
+) -> dict[str, Any]:
+    """The recorded parameters of a run, in the shape the sync-job filters read."""
+    return {
+        "sync_types": list(sync_types or [SYNC_TYPE_ALL]),
+        "hv_endpoint_ids": [int(i) for i in hv_endpoint_ids or []],
+        "cluster_ids": [int(i) for i in cluster_ids or []],
+        "node_ids": [int(i) for i in node_ids or []],
+        "vm_ids": [int(i) for i in vm_ids or []],
+        "run_id": run_id or str(uuid.uuid4()),
+        "batch_object_type": batch_object_type,
+        "mode": mode,
+        "backend_endpoint_id": backend_endpoint_id,
+        "use_branch": bool(use_branch),
+        "errors": [],
+        "stages": [],
+    }
+
+
+class SyncJob(JobRunner):
+    class Meta:
+        name = SYNC_JOB_NAME
+
+    @classmethod
+    def enqueue(cls, *args: Any, sync: dict[str, Any] | None = None, **kwargs: Any) -> Job:
+        """Queue the job and store its sync block before the transaction commits (the worker starts after).
+
+        A recurring job re-enqueues itself with the same kwargs; each occurrence gets a fresh run_id.
+        """
+        block = dict(sync or build_sync_block())
+        if kwargs.get("interval") and sync is not None:
+            block = {**block, "run_id": str(uuid.uuid4()), "errors": [], "stages": []}
+        with transaction.atomic():
+            job = super().enqueue(*args, sync=block, **kwargs)
+            job.data = {"sync": block}
+            job.save(update_fields=["data"])
+        return job
+
+    def run(self, *args: Any, sync: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """Preflight, scope, local reconciliation and the stage loop (netbox_hvsync.sync_runner)."""
+        from netbox_hvsync.sync_runner import run_sync_job
+
+        data = self.job.data or {}
+        run_sync_job(self.job, self.logger, dict(data.get("sync") or sync or build_sync_block()))
+
+
+def enqueue_sync(
+    *,
+    user: Any = None,
+    sync_types: Sequence[str] | None = None,
+    hv_endpoint_ids: Sequence[int] | None = None,
+    cluster_ids: Sequence[int] | None = None,
+    node_ids: Sequence[int] | None = None,
+    vm_ids: Sequence[int] | None = None,
+    batch_object_type: str | None = None,
+    mode: str = SyncModeChoices.STAGED,
+    backend_endpoint_id: int | None = None,
+    schedule_at: datetime | None = None,
+    interval: int | None = None,
+    use_branch: bool = False,
+) -> Job:
+    """Queue one sync run (staged or selected objects) and return its core Job row.
+
+    `use_branch`: the stages write into a netbox-branching working branch of the job's own, merged at
+    the end (SPEC 3.3; netbox_hvsync.branching)."""
+    block = build_sync_block(
+        sync_types=sync_types,
+        hv_endpoint_ids=hv_endpoint_ids,
+        cluster_ids=cluster_ids,
+        node_ids=node_ids,
+        vm_ids=vm_ids,
+        batch_object_type=batch_object_type,
+        mode=mode,
+        backend_endpoint_id=backend_endpoint_id,
+        use_branch=use_branch,
+    )
+    return SyncJob.enqueue(user=user, schedule_at=schedule_at, interval=interval, sync=block)

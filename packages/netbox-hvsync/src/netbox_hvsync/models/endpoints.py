@@ -1,0 +1,268 @@
+"""Connection records: the hvsync backend, NetBox as the backend sees it, and Proxmox endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.postgres.fields import ArrayField
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, URLValidator
+from django.db import models
+from django.urls import reverse
+from netbox.models import NetBoxModel
+from utilities.exceptions import AbortRequest
+from utilities.querysets import RestrictedQuerySet
+
+from netbox_hvsync.choices import AccessMethodChoices, KeyStateChoices, TokenVersionChoices
+
+from .base import EncryptedCredentialsMixin, encrypted_property, presence_property
+
+__all__ = (
+    "BackendEndpoint",
+    "HvEndpoint",
+    "HvEndpointDeletionBlocked",
+    "HvEndpointQuerySet",
+    "InventoryEndpoint",
+)
+
+PORT_VALIDATORS = [MinValueValidator(1), MaxValueValidator(65535)]
+
+
+class BackendEndpoint(EncryptedCredentialsMixin, NetBoxModel):
+    """Where the hvsync backend listens, and the API key the plugin uses there (SPEC 2.6)."""
+
+    encrypted_fields = ("token_ciphertext",)
+
+    name = models.CharField(max_length=100, unique=True)
+    enabled = models.BooleanField(default=True)
+    url = models.CharField(
+        max_length=500,
+        blank=True,
+        validators=[URLValidator(schemes=["http", "https"])],
+        help_text="Base URL of the backend, e.g. https://hvsync.example.net:8800 (or give an IP address)",
+    )
+    ip_address = models.ForeignKey(
+        "ipam.IPAddress", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    port = models.PositiveIntegerField(default=8800, validators=PORT_VALIDATORS)
+    verify_ssl = models.BooleanField(default=True, verbose_name="Verify TLS")
+    token_ciphertext = models.TextField(blank=True, editable=False)
+    key_state = models.CharField(max_length=20, choices=KeyStateChoices, default=KeyStateChoices.PENDING)
+    key_fingerprint = models.CharField(
+        max_length=128, blank=True, help_text="Fingerprint of the adopted key; blank while pending"
+    )
+    comments = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ("name",)
+        verbose_name = "backend endpoint"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("plugins:netbox_hvsync:backendendpoint", args=[self.pk])
+
+    token = encrypted_property(
+        "token_ciphertext",
+        "The backend API key in plaintext (compatibility property over the encrypted column).",
+    )
+    has_token = presence_property("token_ciphertext")
+
+    @property
+    def is_pending(self) -> bool:
+        return not self.key_fingerprint
+
+    def clean(self) -> None:
+        super().clean()
+        if not self.url and not self.ip_address_id:
+            raise ValidationError({"url": "Give the backend URL or an IP address."})
+
+    def get_key_state_color(self) -> str:
+        return KeyStateChoices.colors.get(self.key_state)
+
+
+class InventoryEndpoint(EncryptedCredentialsMixin, NetBoxModel):
+    """NetBox as the backend dials it: address, port and the API token the backend writes with."""
+
+    encrypted_fields = ("token_ciphertext",)
+
+    name = models.CharField(max_length=100, unique=True)
+    ip_address = models.ForeignKey(
+        "ipam.IPAddress", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    domain = models.CharField(max_length=255, blank=True)
+    port = models.PositiveIntegerField(default=443, validators=PORT_VALIDATORS)
+    token_version = models.PositiveSmallIntegerField(
+        choices=TokenVersionChoices, default=TokenVersionChoices.V2
+    )
+    token_key = models.CharField(
+        max_length=64, blank=True, help_text="Key (public identifier) of a v2 NetBox API token"
+    )
+    token_ciphertext = models.TextField(blank=True, editable=False)
+    verify_ssl = models.BooleanField(default=True, verbose_name="Verify TLS")
+    enabled = models.BooleanField(default=True)
+    pushed_credential_fingerprint = models.CharField(
+        max_length=128,
+        blank=True,
+        editable=False,
+        help_text="HMAC-SHA256 of the last credentials pushed to the backend; blank = never pushed",
+    )
+    comments = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ("name",)
+        verbose_name = "inventory endpoint"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("plugins:netbox_hvsync:inventoryendpoint", args=[self.pk])
+
+    token = encrypted_property("token_ciphertext", "NetBox's API token secret in plaintext.")
+    has_token = presence_property("token_ciphertext")
+
+    def clean(self) -> None:
+        super().clean()
+        if not self.domain and not self.ip_address_id:
+            raise ValidationError({"domain": "Give a domain name or an IP address."})
+        if self.token_version == TokenVersionChoices.V2 and not self.token_key:
+            raise ValidationError({"token_key": "A v2 token needs its key."})
+
+
+class HvEndpointDeletionBlocked(AbortRequest):
+    """Raised while the last confirmed template-build grant is still true (SPEC 2.6).
+
+    AbortRequest makes NetBox answer it cleanly everywhere: a form/flash message in the UI, and a
+    400 with this detail on the REST API.
+    """
+
+
+def _grant_block_message(endpoint: HvEndpoint, action: str) -> str:
+    return (
+        f"Cannot {action} Proxmox endpoint {endpoint.name!r}: the backend last confirmed template builds "
+        f"as allowed for it. Save the endpoint normally with template builds disallowed so the backend "
+        f"confirms the revocation, then retry."
+    )
+
+
+class HvEndpointQuerySet(RestrictedQuerySet):
+    """Refuses bulk deletes and local-only toggles on endpoints whose template-build grant is confirmed."""
+
+    GUARDED_FIELDS = frozenset({"enabled", "allow_template_builds"})
+
+    def _blocked(self) -> HvEndpoint | None:
+        return self.filter(template_build_grant_confirmed=True).order_by("pk").first()
+
+    def delete(self) -> Any:
+        if (blocked := self._blocked()) is not None:
+            raise HvEndpointDeletionBlocked(_grant_block_message(blocked, "delete"))
+        return super().delete()
+
+    delete.alters_data = True  # type: ignore[attr-defined]
+
+    def update(self, **kwargs: Any) -> int:
+        if self.GUARDED_FIELDS & kwargs.keys() and (blocked := self._blocked()) is not None:
+            raise HvEndpointDeletionBlocked(
+                _grant_block_message(blocked, "bulk-change enabled/template builds of")
+            )
+        return super().update(**kwargs)
+
+    update.alters_data = True  # type: ignore[attr-defined]
+
+
+def default_access_methods() -> list[str]:
+    return [AccessMethodChoices.TOKEN]
+
+
+class HvEndpoint(EncryptedCredentialsMixin, NetBoxModel):
+    """A Proxmox VE cluster or standalone node, and how the backend logs in to it."""
+
+    encrypted_fields = ("token_value_ciphertext", "password_ciphertext")
+
+    name = models.CharField(max_length=100, unique=True)
+    ip_address = models.ForeignKey(
+        "ipam.IPAddress", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    domain = models.CharField(max_length=255, blank=True)
+    port = models.PositiveIntegerField(default=8006, validators=PORT_VALIDATORS)
+    username = models.CharField(max_length=100, help_text="e.g. root@pam")
+    access_methods = ArrayField(
+        models.CharField(max_length=20, choices=AccessMethodChoices),
+        default=default_access_methods,
+        help_text="How the backend authenticates: token, password or both",
+    )
+    token_name = models.CharField(max_length=100, blank=True, help_text="API token id, e.g. hvsync")
+    token_value_ciphertext = models.TextField(blank=True, editable=False)
+    password_ciphertext = models.TextField(blank=True, editable=False)
+    verify_ssl = models.BooleanField(default=True, verbose_name="Verify TLS")
+    enabled = models.BooleanField(default=True)
+    timeout = models.PositiveIntegerField(default=15, validators=[MinValueValidator(1)], help_text="seconds")
+    max_retries = models.PositiveSmallIntegerField(default=2, validators=[MaxValueValidator(10)])
+    retry_backoff = models.FloatField(default=0.5, validators=[MinValueValidator(0.0)], help_text="seconds")
+    allow_template_builds = models.BooleanField(
+        default=False, help_text="Narrow grant letting the backend build VM templates on this endpoint"
+    )
+    template_build_grant_confirmed = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="The last template-build grant the backend confirmed after a successful push",
+    )
+    site = models.ForeignKey("dcim.Site", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    tenant = models.ForeignKey(
+        "tenancy.Tenant", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    backend_id = models.PositiveIntegerField(
+        null=True, blank=True, editable=False, help_text="The backend's id for this endpoint once known"
+    )
+    comments = models.TextField(blank=True)
+
+    objects = HvEndpointQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("name",)
+        verbose_name = "Proxmox endpoint"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("plugins:netbox_hvsync:hvendpoint", args=[self.pk])
+
+    token_value = encrypted_property("token_value_ciphertext", "The Proxmox API token secret in plaintext.")
+    password = encrypted_property("password_ciphertext", "The Proxmox password in plaintext.")
+    has_token_value = presence_property("token_value_ciphertext")
+    has_password = presence_property("password_ciphertext")
+
+    @property
+    def backend_name(self) -> str:
+        """The name the backend stores: display name plus the immutable identity suffix (SPEC 2.3)."""
+        return f"{self.name} (inv:{self.pk})"
+
+    @property
+    def deletion_blocked(self) -> bool:
+        return self.template_build_grant_confirmed
+
+    def clean(self) -> None:
+        super().clean()
+        errors: dict[str, str] = {}
+        if not self.domain and not self.ip_address_id:
+            errors["domain"] = "Give a domain name or an IP address."
+        methods = list(self.access_methods or [])
+        if not methods:
+            errors["access_methods"] = "Choose at least one access method."
+        elif len(set(methods)) != len(methods):
+            errors["access_methods"] = "Each access method may appear once."
+        if AccessMethodChoices.TOKEN in methods and not self.token_name:
+            errors["token_name"] = "Token access needs the token name."
+        if errors:
+            raise ValidationError(errors)
+
+    def check_deletable(self) -> None:
+        if self.template_build_grant_confirmed:
+            raise HvEndpointDeletionBlocked(_grant_block_message(self, "delete"))
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        self.check_deletable()
+        return super().delete(*args, **kwargs)

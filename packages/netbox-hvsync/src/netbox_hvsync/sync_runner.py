@@ -1,0 +1,627 @@
+"""The body of a sync job (SPEC 1.B.3, 4.5, 6, 7.3): preflight, scope, local reconciliation, stage loop.
+
+Core decides every rule (preflight order and blocking conditions, wire ids, stage attempts and retries,
+failure kinds, composed messages, redaction); this module feeds it models and HTTP and writes what
+happened into the job: progress in the job log, the record in `job.data["sync"]`, the composed message
+in `job.error`. Job data is saved before any raise, so a failed job still shows what ran.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.exceptions import JobFailed
+from core.models import Job
+
+from netbox_hvsync.choices import SYNC_STAGES, SYNC_TYPE_ALL, SyncModeChoices
+from netbox_hvsync.core.adoption import recheck_stored_key
+from netbox_hvsync.core.failures import APPLICATION
+from netbox_hvsync.core.preflight import PreflightBlocked, append_hint, http_steps, run_preflight
+from netbox_hvsync.core.push import HV_PATH, list_rows
+from netbox_hvsync.core.records import secrets_of
+from netbox_hvsync.core.redaction import redact, redacted_detail, sweep_text
+from netbox_hvsync.core.scope import (
+    NO_STAGE_RAN,
+    ObjectKind,
+    ScopeError,
+    SelectedCallContext,
+    SelectedObject,
+    StageRecord,
+    pin_object,
+    selected_job_failure,
+    selected_scope,
+    staged_job_failure,
+    summarize_failed_objects,
+)
+from netbox_hvsync.core.stage_runner import StageRun, run_stage
+from netbox_hvsync.core.transport import BackendContext, TransportError, call
+from netbox_hvsync.core.urls import CanonicalTarget
+from netbox_hvsync.core.wire_ids import resolve_wire_ids
+from netbox_hvsync.models import HvEndpoint, InventoryEndpoint
+from netbox_hvsync.push_service import (
+    ResolvedBackend,
+    backend_target,
+    fingerprint_key,
+    hv_record,
+    inventory_record,
+    record_hv_push,
+    record_inventory_push,
+    resolve_backend,
+)
+
+#: Backend stream route of each stage (docs/sync.md), in pipeline order.
+STAGE_ROUTES: Mapping[str, str] = {
+    "devices": "/dcim/devices/create/stream",
+    "storage": "/plugins/hvsync/storage/create/stream",
+    "virtual-machines": "/virtualization/virtual-machines/create/stream",
+    "task-history": "/plugins/hvsync/task-history/create/stream",
+    "vm-disks": "/virtualization/virtual-disks/create/stream",
+    "vm-backups": "/plugins/hvsync/backups/create/stream",
+    "vm-snapshots": "/plugins/hvsync/snapshots/create/stream",
+    "network-interfaces": "/dcim/interfaces/create/stream",
+    "vm-interfaces": "/virtualization/interfaces/create/stream",
+    "ip-addresses": "/ipam/ip-addresses/create/stream",
+    "sdn": "/ipam/sdn/create/stream",
+    "replications": "/plugins/hvsync/replications/create/stream",
+    "backup-routines": "/plugins/hvsync/backup-routines/create/stream",
+}
+assert tuple(STAGE_ROUTES) == SYNC_STAGES
+
+#: Read-only backend routes used for local reconciliation (cluster and nodes).
+RECONCILE_ROUTES: Mapping[str, str] = {"cluster": "/hv/cluster/status", "nodes": "/hv/nodes/"}
+RECONCILE_TIMEOUT = 30.0
+#: Known values shorter than this are not swept by exact match: a one-letter v2 token key (a public
+#: identifier, listed by core as sweepable) would otherwise turn every "k" of every message into
+#: "[redacted]". Credential-like keys and patterns are still redacted by core whatever their length.
+MIN_SWEPT_SECRET_LENGTH = 8
+#: How many `object` problem frames of one stage are copied into the job log.
+STEP_PROBLEM_LOG_LIMIT = 10
+
+
+#: The only object type whose per-object sync this release wires (the backend's `/sync/individual/vm`).
+VM_OBJECT_TYPE = "virtualization.virtualmachine"
+INDIVIDUAL_VM_PATH = "/sync/individual/vm"
+INDIVIDUAL_TIMEOUT = 600.0
+
+
+class ClusterLookups:
+    """core.scope.ClusterLookups answered from NetBox and the plugin's cluster records."""
+
+    def vm_cluster(self, vm_id: int) -> int | None:
+        from virtualization.models import VirtualMachine
+
+        return VirtualMachine.objects.filter(pk=vm_id).values_list("cluster_id", flat=True).first()
+
+    def storage_cluster(self, storage_id: int) -> int | None:
+        from netbox_hvsync.models import HvStorage
+
+        return HvStorage.objects.filter(pk=storage_id).values_list("cluster__cluster_id", flat=True).first()
+
+    def backup_storage(self, backup_id: int) -> int | None:
+        from netbox_hvsync.models import HvBackup
+
+        return HvBackup.objects.filter(pk=backup_id).values_list("storage_id", flat=True).first()
+
+    def snapshot_vm(self, snapshot_id: int) -> int | None:
+        from netbox_hvsync.models import HvSnapshot
+
+        return HvSnapshot.objects.filter(pk=snapshot_id).values_list("virtual_machine_id", flat=True).first()
+
+    def task_vm(self, task_id: int) -> int | None:
+        return None  # task-history rows carry a VMID, not a VM link
+
+    def cluster_claimants(self, cluster_id: int) -> list[int]:
+        from netbox_hvsync.models import HvCluster
+
+        return list(
+            HvCluster.objects.filter(cluster_id=cluster_id).values_list("endpoint_id", flat=True).distinct()
+        )
+
+
+def vm_vmid(vm: Any) -> int | None:
+    """The Proxmox VMID of a NetBox VM: its sync-state sidecar, else the backend's `hvsync_key` custom
+    field (`<endpoint>|vm|<vmid>`), which the engine still keys core objects with."""
+    from netbox_hvsync.models import SyncedVirtualMachine
+
+    vmid = (
+        SyncedVirtualMachine.objects.filter(virtual_machine_id=vm.pk).values_list("vmid", flat=True).first()
+    )
+    if vmid is not None:
+        return int(vmid)
+    parts = str((vm.custom_field_data or {}).get("hvsync_key") or "").split("|")
+    if len(parts) == 3 and parts[1] == "vm" and parts[2].isdigit():
+        return int(parts[2])
+    return None
+
+
+class SyncJobFailed(JobFailed):
+    """The job ran and failed; `job.error` and this exception carry the same composed message."""
+
+
+def selected_stages(sync_types: Sequence[str] | None) -> list[str]:
+    """Pipeline order is kept whatever order the types were given in; `all` or nothing selects every stage."""
+    wanted = set(sync_types or [SYNC_TYPE_ALL])
+    if SYNC_TYPE_ALL in wanted:
+        return list(SYNC_STAGES)
+    return [stage for stage in SYNC_STAGES if stage in wanted]
+
+
+@dataclass
+class StepTimer:
+    """Per-endpoint runtime of one stage, measured from the first to the last frame naming the endpoint."""
+
+    first: dict[int, float] = field(default_factory=dict)
+    last: dict[int, float] = field(default_factory=dict)
+
+    def see(self, endpoint_id: object, now: float) -> None:
+        if isinstance(endpoint_id, int) and not isinstance(endpoint_id, bool):
+            self.first.setdefault(endpoint_id, now)
+            self.last[endpoint_id] = now
+
+    def durations_ms(self) -> dict[int, int]:
+        return {eid: round((self.last[eid] - self.first[eid]) * 1000) for eid in self.first}
+
+
+class JobLog:
+    """The job's logger with the message formatted before it is stored: NetBox's job log keeps a record's
+    raw `msg`, not the formatted text. Every line is swept for the run's known secrets."""
+
+    def __init__(self, logger: logging.Logger, secrets: list[str]) -> None:
+        self._logger = logger
+        self._secrets = secrets
+
+    def _text(self, msg: str, args: tuple[Any, ...]) -> str:
+        return sweep_text(msg % args if args else msg, self._secrets)
+
+    def info(self, msg: str, *args: Any) -> None:
+        self._logger.info(self._text(msg, args))
+
+    def warning(self, msg: str, *args: Any) -> None:
+        self._logger.warning(self._text(msg, args))
+
+    def error(self, msg: str, *args: Any) -> None:
+        self._logger.error(self._text(msg, args))
+
+
+class SyncRun:
+    """One execution of a sync job; `run()` either returns (completed) or raises SyncJobFailed."""
+
+    def __init__(self, job: Job, logger: logging.Logger, block: Mapping[str, Any]) -> None:
+        self.job = job
+        self.block: dict[str, Any] = {**block, "errors": [], "stages": [], "warnings": []}
+        self.block.setdefault("runtime", {})
+        self.secrets: list[str] = []
+        self.logger = JobLog(logger, self.secrets)
+        self.started = time.monotonic()
+
+    # -- persistence -------------------------------------------------------------------------------
+
+    def save(self) -> None:
+        """Write the sync block and the log entries so far (progress is visible while the job runs)."""
+        data = dict(self.job.data or {})
+        data["sync"] = redact(self.block, self.secrets)
+        self.job.data = data
+        self.job.save(update_fields=["data", "log_entries"])
+
+    def fail(self, message: str) -> SyncJobFailed:
+        message = sweep_text(message, self.secrets)
+        self.block["errors"].append(message)
+        self.block["runtime"]["total_ms"] = self._ms(self.started)
+        self.logger.error(message)
+        self.job.error = message
+        self.save()
+        self.job.save(update_fields=["error"])
+        return SyncJobFailed(message)
+
+    @staticmethod
+    def _ms(since: float) -> int:
+        return round((time.monotonic() - since) * 1000)
+
+    # -- the job -----------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        hv_ids = [int(i) for i in self.block.get("hv_endpoint_ids") or []]
+        hv_qs = HvEndpoint.objects.select_related("ip_address").order_by("pk")
+        hv_rows = list(hv_qs.filter(pk__in=hv_ids) if hv_ids else hv_qs.filter(enabled=True))
+        inventory_rows = list(InventoryEndpoint.objects.select_related("ip_address").order_by("pk"))
+        inventory_records = [inventory_record(r) for r in inventory_rows]
+        hv_records = [hv_record(r) for r in hv_rows]
+        for record in (*inventory_records, *hv_records):
+            self.secrets.extend(v for v in secrets_of(record) if len(v) >= MIN_SWEPT_SECRET_LENGTH)
+        self.block["endpoints"] = {r.pk: {"name": r.name} for r in hv_records}
+
+        resolved = resolve_backend(self.block.get("backend_endpoint_id"))
+        if resolved is not None:
+            self.secrets.append(resolved.context.api_key)
+        try:
+            report = self.preflight(resolved, inventory_records, hv_records)
+            assert resolved is not None  # the preflight raises B1 otherwise
+            self.block["backend_endpoint_id"] = resolved.row.pk
+            if self.block.get("mode") == SyncModeChoices.SELECTED:
+                self.selected_objects(resolved, hv_records, report.hint)
+                return
+            resolution = self.resolve_scope(resolved, hv_records)
+            if self.block.get("use_branch"):
+                self.branched_run(resolved, resolution, report.hint)
+                return
+            self.reconcile_locally(resolved, resolution.backend_ids_csv)
+            self.stage_loop(resolved, resolution, report.hint)
+        finally:
+            if resolved is not None:
+                resolved.transport.close()
+
+    def preflight(self, resolved: ResolvedBackend | None, inventory_records: list, hv_records: list) -> Any:
+        started = time.monotonic()
+        self.logger.info(
+            "preflight: %d inventory endpoint(s), %d hv endpoint(s) in scope",
+            len(inventory_records),
+            len(hv_records),
+        )
+
+        def resolve_context(selected: int | None) -> BackendContext | None:
+            return resolved.context if resolved is not None else None
+
+        transport = resolved.transport if resolved is not None else None
+        steps = http_steps(transport, resolve_context, fingerprint_key())  # type: ignore[arg-type]
+        push_inventory, push_hv = steps.push_inventory, steps.push_hv
+
+        def push_inventory_and_record(ctx: BackendContext, record: Any) -> Any:
+            result = push_inventory(ctx, record)
+            record_inventory_push(record.pk, record, result)
+            return result
+
+        def push_hv_and_record(ctx: BackendContext, record: Any, rows: Any) -> Any:
+            result = push_hv(ctx, record, rows)
+            record_hv_push(record, result)
+            return result
+
+        steps.push_inventory = push_inventory_and_record
+        steps.push_hv = push_hv_and_record
+        try:
+            report = run_preflight(
+                steps,
+                inventory_endpoints=inventory_records,
+                hv_endpoints=hv_records,
+                selected_backend_id=self.block.get("backend_endpoint_id"),
+            )
+        except PreflightBlocked as exc:
+            self.block["preflight"] = {"blocked": exc.code, "duration_ms": self._ms(started)}
+            raise self.fail(f"Preflight blocked the sync: {exc}") from None
+        for warning in report.warnings:
+            self.logger.warning("preflight: %s", sweep_text(warning, self.secrets))
+        self.block["preflight"] = {
+            "duration_ms": self._ms(started),
+            "phases": report.phases,
+            "inventory_pushes": {
+                pk: {"ok": r.ok, "status": r.status} for pk, r in report.inventory_results.items()
+            },
+            "hv_pushes": {
+                pk: {"ok": r.ok, "status": r.status, "backend_id": r.backend_id}
+                for pk, r in report.hv_results.items()
+            },
+            "skipped_hv": {pk: d.value for pk, d in report.skipped_hv.items()},
+        }
+        self.block["warnings"].extend(report.warnings)
+        self.logger.info("preflight done in %d ms", self.block["preflight"]["duration_ms"])
+        self.save()
+        return report
+
+    def resolve_scope(self, resolved: ResolvedBackend, hv_records: list) -> Any:
+        """Wire ids from one fresh listing (pushes may have just created rows)."""
+        listing = list_rows(
+            resolved.transport, resolved.context, HV_PATH, timeout=15.0, secrets=tuple(self.secrets)
+        )
+        if not listing.ok:
+            raise self.fail(f"{NO_STAGE_RAN}: listing the backend's hv endpoints failed: {listing.error}")
+        resolution = resolve_wire_ids(hv_records, listing.rows)
+        for pk, backend_id in resolution.scope_map.items():
+            self.block["endpoints"][pk]["backend_id"] = backend_id
+        for pk, reason in resolution.dropped.items():
+            self.block["endpoints"][pk]["dropped"] = reason
+            self.logger.warning("scope: %s", reason)
+        self.block["scope"] = resolution.backend_ids_csv
+        if not resolution.scope_map:
+            message = staged_job_failure(resolution, [])
+            raise self.fail(message or NO_STAGE_RAN)
+        return resolution
+
+    def branched_run(self, resolved: ResolvedBackend, resolution: Any, hint: str) -> None:
+        """SPEC 3.3: every stage writes into the job's own working branch (the backend sends
+        `X-NetBox-Branch`), and the end of the job merges it, archives it, or leaves it open."""
+        from netbox_hvsync.branching import (
+            BranchingUnavailable,
+            BranchSetupFailed,
+            create_working_branch,
+            finish_working_branch,
+            require_branch_ready,
+        )
+        from netbox_hvsync.core.branches import BranchNotReady
+
+        user = getattr(self.job, "user", None)
+        try:
+            branch = create_working_branch(str(self.block["run_id"]), user)
+            require_branch_ready(branch, user, "local activation")
+        except (BranchingUnavailable, BranchSetupFailed, BranchNotReady) as exc:
+            raise self.fail(f"{NO_STAGE_RAN}: {exc}") from None
+        info: dict[str, Any] = {"id": branch.pk, "name": branch.name, "schema_id": branch.schema_id}
+        self.block["branch"] = info
+        self.logger.info("working branch %s (schema %s) is ready", branch.name, branch.schema_id)
+        reconciliation_ok = self.reconcile_locally(resolved, resolution.backend_ids_csv)
+        try:
+            self.stage_loop(resolved, resolution, hint, {"inventory_branch_schema_id": branch.schema_id})
+        except SyncJobFailed:
+            info["disposition"] = self.block["branch_disposition"] = "left_open"
+            self.logger.error("merge of branch %s skipped: the sync failed; branch left open", branch.name)
+            self.save()
+            raise
+        outcome = finish_working_branch(
+            branch, user, reconciliation_ok=reconciliation_ok, persist_evidence=self.save
+        )
+        info["disposition"] = self.block["branch_disposition"] = outcome.disposition.value
+        info["name"] = outcome.data.get("branch", branch.name)
+        for line in outcome.log:
+            self.logger.info(line)
+        if outcome.job_failed:
+            raise self.fail(outcome.message)
+        self.logger.info(outcome.message)
+        self.save()
+
+    def reconcile_locally(self, resolved: ResolvedBackend, scope_csv: str) -> bool:
+        """Cluster and node data of every endpoint in scope, read through the job's backend (never a URL).
+
+        The outcome is recorded per endpoint; an endpoint that fails here is a warning, not a stop, because
+        the stages report the same endpoint's failure with more detail."""
+        started = time.monotonic()
+        result: dict[str, Any] = {"ok": True, "parts": {}}
+        for part, path in RECONCILE_ROUTES.items():
+            try:
+                answer = call(
+                    resolved.transport,
+                    "GET",
+                    resolved.context.url(path) + f"?hv_endpoint_ids={scope_csv}",
+                    headers=resolved.context.auth_headers(),
+                    timeout=RECONCILE_TIMEOUT,
+                )
+            except TransportError as exc:
+                result["ok"] = False
+                result["parts"][part] = {"ok": False, "error": f"{exc.kind}: backend unreachable"}
+                continue
+            body = answer.body if isinstance(answer.body, Mapping) else {}
+            endpoints = body.get("endpoints") if isinstance(body.get("endpoints"), list) else []
+            per = {
+                str(e.get("endpoint_id")): {"ok": bool(e.get("ok")), "items": len(e.get("data") or [])}
+                for e in endpoints
+                if isinstance(e, Mapping)
+            }
+            ok = answer.status == 200 and all(v["ok"] for v in per.values())
+            result["ok"] = result["ok"] and ok
+            result["parts"][part] = {"ok": ok, "status": answer.status, "endpoints": per}
+        result["duration_ms"] = self._ms(started)
+        self.block["reconciliation"] = redact(result, self.secrets)
+        if not result["ok"]:
+            message = "local reconciliation (cluster/nodes) was unsuccessful for some endpoint(s)"
+            self.block["warnings"].append(message)
+            self.logger.warning(message)
+        else:
+            self.logger.info("local reconciliation (cluster/nodes) done in %d ms", result["duration_ms"])
+        self.save()
+        return bool(result["ok"])
+
+    def stage_loop(
+        self,
+        resolved: ResolvedBackend,
+        resolution: Any,
+        hint: str,
+        extra_params: Mapping[str, str] | None = None,
+    ) -> None:
+        stages = selected_stages(self.block.get("sync_types"))
+        params = {"hv_endpoint_ids": resolution.backend_ids_csv, **(extra_params or {})}
+        runtime: dict[str, Any] = self.block["runtime"].setdefault("endpoints", {})
+        records: list[StageRecord] = []
+        failures: list[str] = []
+        for index, stage in enumerate(stages, 1):
+            self.logger.info("stage %d/%d %s: started", index, len(stages), stage)
+            timer = StepTimer()
+            problems = 0
+
+            def on_step(step: dict[str, Any], timer: StepTimer = timer, stage: str = stage) -> None:
+                nonlocal problems
+                timer.see(step.get("endpoint_id"), time.monotonic())
+                if step.get("phase") == "object" and problems < STEP_PROBLEM_LOG_LIMIT:
+                    problems += 1
+                    self.logger.warning("stage %s: %s", stage, str(step.get("message") or "")[:300])
+
+            url = resolved.context.url(STAGE_ROUTES[stage])
+            stage_started = time.monotonic()
+            run: StageRun = run_stage(
+                stage,
+                lambda url=url: resolved.transport.open_stream(
+                    url, headers=resolved.context.auth_headers(), params=params
+                ),
+                known_secrets=self.secrets,
+                on_step=on_step,
+            )
+            elapsed = self._ms(stage_started)
+            # Endpoints of one stage run concurrently in the backend: an endpoint named by the stage's
+            # frames gets its measured span, the others the stage's wall time (they were in it throughout).
+            measured = timer.durations_ms()
+            for pk, backend_id in resolution.scope_map.items():
+                slot = runtime.setdefault(str(pk), {"backend_id": backend_id, "stages_ms": {}})
+                slot["stages_ms"][stage] = measured.get(backend_id, elapsed)
+            entry = self._stage_entry(run, elapsed)
+            self.block["stages"].append(entry)
+            records.extend(StageRecord(pk, stage, ran=True) for pk in resolution.scope_map)
+            if run.ok:
+                s = (run.complete or {}).get("summary") or {}
+                self.logger.info(
+                    "stage %s: ok in %d ms (created %s, updated %s, unchanged %s, deleted %s, failed %s)",
+                    stage,
+                    elapsed,
+                    *(s.get(k, 0) for k in ("created", "updated", "unchanged", "deleted", "failed")),
+                )
+            else:
+                failures.append(run.message)
+                self.logger.error("stage %s failed: %s", stage, run.message)
+                if run.advisory:
+                    self.logger.warning("stage %s: %s", stage, run.advisory)
+                if run.recheck_key:
+                    self._recheck_key(resolved, entry)
+                if run.failure_payload and run.failure_payload.get("failure_kind") != APPLICATION:
+                    skipped = stages[index:]
+                    if skipped:
+                        self.block["skipped_stages"] = skipped
+                        self.logger.warning(
+                            "stopping: the backend did not answer stage %s; not run: %s",
+                            stage,
+                            ", ".join(skipped),
+                        )
+                    self.save()
+                    break
+                if run.status == 401:
+                    self.save()
+                    break
+            self.save()
+        self.block["runtime"]["total_ms"] = self._ms(self.started)
+        scope_failure = staged_job_failure(resolution, records)
+        if failures:
+            message = "; ".join(failures)
+            if scope_failure:
+                message = f"{scope_failure}; {message}"
+            raise self.fail(append_hint(message, hint))
+        if scope_failure:
+            raise self.fail(append_hint(scope_failure, hint))
+        self.logger.info(
+            "sync finished: %d stage(s) ran in %d ms", len(stages), self.block["runtime"]["total_ms"]
+        )
+        self.save()
+
+    def selected_objects(self, resolved: ResolvedBackend, hv_records: list, hint: str) -> None:
+        """SPEC 4.5 "Selected-objects job": scope right after the preflight, each VM pinned to the owner of
+        its cluster, one `/sync/individual/vm` call per object; any failed object fails the job."""
+        from virtualization.models import VirtualMachine
+
+        batch_type = self.block.get("batch_object_type") or VM_OBJECT_TYPE
+        listing = list_rows(
+            resolved.transport, resolved.context, HV_PATH, timeout=15.0, secrets=tuple(self.secrets)
+        )
+        if not listing.ok:
+            raise self.fail(
+                f"Selected-object sync did not run: listing the backend's hv endpoints failed: {listing.error}"
+            )
+        resolution = resolve_wire_ids(hv_records, listing.rows)
+        try:
+            job_scope, warnings = selected_scope(resolution)
+        except ScopeError as exc:
+            raise self.fail(str(exc)) from None
+        for warning in warnings:
+            self.block["warnings"].append(warning)
+            self.logger.warning(warning)
+        self.block["scope"] = job_scope
+        if batch_type != VM_OBJECT_TYPE:
+            raise self.fail(
+                f"Selected-object sync did not run: object type {batch_type!r} is not supported by this release "
+                f"(supported: {VM_OBJECT_TYPE})"
+            )
+        context = SelectedCallContext(job_scope, None, resolved.row.pk)
+        lookups = ClusterLookups()
+        failures: list[tuple[str, str]] = []
+        results: list[dict[str, Any]] = []
+        vms = {vm.pk: vm for vm in VirtualMachine.objects.filter(pk__in=self.block.get("vm_ids") or [])}
+        for vm_id in self.block.get("vm_ids") or []:
+            vm = vms.get(int(vm_id))
+            obj = SelectedObject(ObjectKind.VIRTUAL_MACHINE, int(vm_id), vm.name if vm else "")
+            name = obj.describe()
+            pin = pin_object(obj, lookups, resolution.scope_map, job_scope)
+            if not pin.ok:
+                failures.append((name, f"HTTP {pin.status}: {pin.error}"))
+                results.append({"object": name, "ok": False, "status": pin.status, "error": pin.error})
+                continue
+            vmid = vm_vmid(vm) if vm else None
+            if vmid is None:
+                reason = "no Proxmox VMID known for this VM (it was never synced by hvsync)"
+                failures.append((name, reason))
+                results.append({"object": name, "ok": False, "status": None, "error": reason})
+                continue
+            query = {**context.for_object(pin).query(), "vmid": str(vmid)}
+            qs = "&".join(f"{k}={v}" for k, v in query.items())
+            try:
+                answer = call(
+                    resolved.transport,
+                    "POST",
+                    resolved.context.url(INDIVIDUAL_VM_PATH) + "?" + qs,
+                    headers=resolved.context.auth_headers(),
+                    timeout=INDIVIDUAL_TIMEOUT,
+                )
+            except TransportError as exc:
+                reason = f"backend unreachable ({exc.kind})"
+                failures.append((name, reason))
+                results.append(
+                    {
+                        "object": name,
+                        "ok": False,
+                        "status": None,
+                        "error": reason,
+                        "failure_kind": "transport",
+                    }
+                )
+                continue
+            body = answer.body if isinstance(answer.body, Mapping) else {}
+            if answer.status == 200 and body.get("ok") is True:
+                results.append({"object": name, "ok": True, "status": 200, "summary": body.get("summary")})
+                continue
+            detail = (
+                redacted_detail(answer.body, answer.text, self.secrets)
+                if answer.is_json
+                else f"HTTP {answer.status}"
+            )
+            failures.append((name, f"HTTP {answer.status}: {detail}"))
+            results.append({"object": name, "ok": False, "status": answer.status, "error": detail})
+        self.block["objects"] = results
+        for line in summarize_failed_objects(failures):
+            self.logger.error("selected object failed: %s", line)
+        message = selected_job_failure(failures)
+        if message:
+            raise self.fail(append_hint(message, hint))
+        self.logger.info("selected-object sync finished: %d object(s)", len(results))
+        self.block["runtime"]["total_ms"] = self._ms(self.started)
+        self.save()
+
+    def _stage_entry(self, run: StageRun, elapsed_ms: int) -> dict[str, Any]:
+        if run.ok:
+            complete = run.complete or {}
+            return {
+                "stage": run.stage,
+                "ok": True,
+                "status": 200,
+                "duration_ms": elapsed_ms,
+                "backend_duration_ms": complete.get("duration_ms"),
+                "summary": complete.get("summary"),
+                "run_id": complete.get("run_id"),
+            }
+        payload = dict(run.failure_payload or {})
+        payload["duration_ms"] = elapsed_ms
+        if run.advisory:
+            payload["advisory"] = run.advisory
+        return payload
+
+    def _recheck_key(self, resolved: ResolvedBackend, entry: dict[str, Any]) -> None:
+        """SPEC 5.2.10: after a 401 the stored key is re-checked read-only; nothing is substituted."""
+        target: CanonicalTarget = backend_target(resolved.row)
+        outcome = recheck_stored_key(resolved.transport, target, resolved.context.api_key)
+        entry["key_recheck"] = {"ok": outcome.ok, "status": outcome.status, "error": outcome.error}
+        if outcome.ok:
+            self.logger.warning("the backend accepts the stored key again on a read-only re-check")
+        else:
+            self.logger.error("read-only re-check of the stored backend key failed: %s", outcome.error)
+
+
+def run_sync_job(job: Job, logger: logging.Logger, block: Mapping[str, Any]) -> None:
+    """Entry point for `SyncJob.run()`."""
+    SyncRun(job, logger, block).run()
+
+
+__all__ = ["STAGE_ROUTES", "ScopeError", "SyncJobFailed", "run_sync_job", "selected_stages"]

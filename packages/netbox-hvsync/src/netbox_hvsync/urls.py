@@ -1,0 +1,40 @@
+"""UI routes under /plugins/hvsync/ (views are generated per model in views.MODEL_UIS)."""
+
+from django.urls import include, path
+from utilities.urls import get_model_urls
+
+from . import views
+from .views_sync_state import SyncStateView
+
+ROUTES = (
+    ("backend-endpoints", "backendendpoint"),
+    ("inventory-endpoints", "inventoryendpoint"),
+    ("hv-endpoints", "hvendpoint"),
+    ("clusters", "hvcluster"),
+    ("nodes", "hvnode"),
+    ("storage", "hvstorage"),
+    ("backups", "hvbackup"),
+    ("snapshots", "hvsnapshot"),
+    ("task-history", "hvtaskhistory"),
+    ("backup-routines", "backuproutine"),
+    ("replications", "replication"),
+    ("deletion-requests", "deletionrequest"),
+    ("apply-jobs", "applyjob"),
+    ("synced-virtual-machines", "syncedvirtualmachine"),
+    ("synced-devices", "synceddevice"),
+    ("synced-interfaces", "syncedinterface"),
+    ("synced-virtual-disks", "syncedvirtualdisk"),
+    ("synced-ip-addresses", "syncedipaddress"),
+    ("synced-vlans", "syncedvlan"),
+    ("synced-prefixes", "syncedprefix"),
+)
+
+urlpatterns = [
+    path("", views.HomeView.as_view(), name="home"),
+    path("sync-state/", SyncStateView.as_view(), name="sync_state"),
+]
+for prefix, model_name in ROUTES:
+    urlpatterns += [
+        path(f"{prefix}/", include(get_model_urls("netbox_hvsync", model_name, detail=False))),
+        path(f"{prefix}/<int:pk>/", include(get_model_urls("netbox_hvsync", model_name))),
+    ]

@@ -1,0 +1,118 @@
+"""Base fixtures for the plugin's tests against a real NetBox.
+
+`tools/netbox_instance.py pytest` has already cloned a migrated NetBox database (with the plugin's
+migrations applied) and configured Django to use it, so pytest-django must not create a test database
+of its own: each test runs in a transaction that is rolled back.
+"""
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_blocker):
+    """Use the cloned database as it is (see module docstring)."""
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:  # fail loudly if unreachable
+        cursor.execute("SELECT 1")
+    yield
+
+
+#
+# hvsync fixtures: real users, real API tokens, real NetBox objects (added by the plugin's tests)
+#
+
+API = "/api/plugins/hvsync/"
+
+
+@pytest.fixture
+def superuser(db):
+    from users.models import User
+
+    return User.objects.create_user(username="hv-admin", password="pw-hv-admin", is_superuser=True)
+
+
+def token_client(user, write_enabled: bool = True):
+    """A DRF client that authenticates with a real v2 NetBox API token (through NetBox's own auth)."""
+    from rest_framework.test import APIClient
+    from users.models import Token
+
+    token = Token(user=user, version=2, write_enabled=write_enabled)
+    plaintext = Token.generate() if hasattr(Token, "generate") else "t" * 40
+    token.token = plaintext
+    token.save()
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer nbt_{token.key}.{plaintext}")
+    return client
+
+
+@pytest.fixture
+def api(superuser):
+    return token_client(superuser)
+
+
+@pytest.fixture
+def ui(superuser):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(superuser)
+    return client
+
+
+@pytest.fixture
+def netbox_objects(db):
+    """A site, a cluster with two VMs and a device: the NetBox side the Proxmox records link to."""
+    from dcim.models import Device, DeviceRole, DeviceType, Manufacturer, Site
+    from virtualization.models import Cluster, ClusterType, VirtualMachine
+
+    site = Site.objects.create(name="hv-site", slug="hv-site")
+    ctype = ClusterType.objects.create(name="Proxmox VE", slug="proxmox-ve")
+    cluster = Cluster.objects.create(name="pve-a", type=ctype)
+    manufacturer = Manufacturer.objects.create(name="Generic", slug="generic")
+    dtype = DeviceType.objects.create(manufacturer=manufacturer, model="Server", slug="server")
+    role = DeviceRole.objects.create(name="Hypervisor", slug="hypervisor")
+    device = Device.objects.create(name="pve1", site=site, device_type=dtype, role=role, cluster=cluster)
+    vm1 = VirtualMachine.objects.create(name="web-1", cluster=cluster)
+    vm2 = VirtualMachine.objects.create(name="db-1", cluster=cluster)
+    return {"site": site, "cluster": cluster, "device": device, "vm1": vm1, "vm2": vm2}
+
+
+@pytest.fixture
+def hv(db, netbox_objects):
+    """One Proxmox endpoint with a cluster, two nodes and two storages; a second endpoint for contrast."""
+    from netbox_hvsync import models
+
+    endpoint = models.HvEndpoint(
+        name="pve-a", domain="pve-a.example.net", username="root@pam", token_name="hvsync"
+    )
+    endpoint.token_value = "pve-a-token-secret-0001"
+    endpoint.save()
+    other = models.HvEndpoint.objects.create(
+        name="pve-b", domain="pve-b.example.net", username="root@pam", access_methods=["password"]
+    )
+    cluster = models.HvCluster.objects.create(
+        endpoint=endpoint, name="cluster-a", cluster=netbox_objects["cluster"]
+    )
+    other_cluster = models.HvCluster.objects.create(endpoint=other, name="cluster-b")
+    node1 = models.HvNode.objects.create(
+        cluster=cluster, name="pve1", node_id=1, online=True, device=netbox_objects["device"]
+    )
+    node2 = models.HvNode.objects.create(cluster=cluster, name="pve2", node_id=2, online=False)
+    other_node = models.HvNode.objects.create(cluster=other_cluster, name="pve9", node_id=1, online=True)
+    local = models.HvStorage.objects.create(
+        cluster=cluster, name="local", storage_type="dir", content=["backup"]
+    )
+    pbs = models.HvStorage.objects.create(cluster=cluster, name="pbs", storage_type="pbs", content=["backup"])
+    return {
+        "endpoint": endpoint,
+        "other": other,
+        "hv_cluster": cluster,
+        "other_cluster": other_cluster,
+        "node1": node1,
+        "node2": node2,
+        "other_node": other_node,
+        "local": local,
+        "pbs": pbs,
+        **netbox_objects,
+    }

@@ -1,0 +1,217 @@
+"""Key adoption around BackendEndpoint saves and push on save (SPEC 5.2, 4.5 push, 6.5), against a real
+backend process (the workspace's `hvsync-backend serve`, fresh data directory per test).
+
+Tests run inside a rolled-back transaction, so post-commit work is driven explicitly with
+`django_capture_on_commit_callbacks`: "nothing before commit" is then directly observable.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+import requests
+from conftest import API
+
+pytestmark = pytest.mark.django_db
+
+REPO = Path(__file__).resolve().parents[4]
+BACKEND_BIN = REPO / ".venv" / "bin" / "hvsync-backend"
+CANDIDATE = "adoptKEY-" + "c4f1" * 10
+OTHER = "otherKEY-" + "9ab3" * 10
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def backend(tmp_path: Path) -> Iterator[str]:
+    port = _free_port()
+    log = open(tmp_path / "backend.log", "ab")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [str(BACKEND_BIN), "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env={**os.environ, "HVSYNC_DATA_DIR": str(tmp_path / "data")},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                if requests.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except requests.RequestException:
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def needs_bootstrap(url: str) -> bool:
+    return bool(requests.get(url + "/auth/bootstrap-status", timeout=5).json()["needs_bootstrap"])
+
+
+def key_accepted(url: str, key: str) -> bool:
+    return requests.get(url + "/auth/keys", headers={"X-Service-API-Key": key}, timeout=5).status_code == 200
+
+
+def test_explicit_candidate_is_verified_before_persistence_and_bootstraps_once(api, backend):
+    from netbox_hvsync.models import BackendEndpoint
+
+    assert needs_bootstrap(backend)
+    created = api.post(
+        API + "backend-endpoints/", {"name": "b", "backend_url": backend, "token": CANDIDATE}, format="json"
+    )
+    assert created.status_code == 201, created.content
+    assert created.json()["key_state"]["value"] == "adopted"
+    assert created.json()["key_fingerprint"].startswith("v1:") and CANDIDATE not in created.content.decode()
+    assert not needs_bootstrap(backend) and key_accepted(backend, CANDIDATE)  # registered before the row
+    row = BackendEndpoint.objects.get(pk=created.json()["id"])
+    assert row.token == CANDIDATE
+
+    # an initialized backend: a different candidate is checked with GET /auth/keys, never bootstrapped
+    refused = api.patch(f"{API}backend-endpoints/{row.pk}/", {"token": OTHER}, format="json")
+    assert refused.status_code == 400
+    body = refused.content.decode()
+    assert "token" in body and "rejected the key" in body and OTHER not in body
+    row.refresh_from_db()
+    assert row.token == CANDIDATE and row.key_state == "adopted"  # the stored value survived
+    assert not key_accepted(backend, OTHER)
+
+
+def test_unreachable_backend_refuses_the_save_and_keeps_the_stored_key(api, backend):
+    from netbox_hvsync.models import BackendEndpoint
+
+    created = api.post(
+        API + "backend-endpoints/", {"name": "b", "backend_url": backend, "token": CANDIDATE}, format="json"
+    )
+    pk = created.json()["id"]
+    dead = f"http://127.0.0.1:{_free_port()}"
+    moved = api.patch(f"{API}backend-endpoints/{pk}/", {"backend_url": dead, "token": OTHER}, format="json")
+    assert moved.status_code == 400 and "unreachable" in moved.json()["detail"]
+    assert OTHER not in moved.content.decode()
+    row = BackendEndpoint.objects.get(pk=pk)
+    assert row.url == backend and row.token == CANDIDATE
+
+
+def test_redirects_are_refused_on_adoption(api):
+    hits: list[str] = []
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(307)
+            self.send_header("Location", "http://127.0.0.1:1/elsewhere")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        refused = api.post(
+            API + "backend-endpoints/", {"name": "r", "backend_url": url, "token": CANDIDATE}, format="json"
+        )
+    finally:
+        server.shutdown()
+    assert refused.status_code == 400 and "redirect refused" in refused.json()["detail"]
+    assert hits == ["/"]  # one request, never followed
+
+
+def test_bad_candidate_is_refused_without_a_request_naming_the_field(api):
+    refused = api.post(
+        API + "backend-endpoints/",
+        {"name": "x", "backend_url": "http://127.0.0.1:9", "token": "short\r\nX-Injected: 1"},
+        format="json",
+    )
+    assert refused.status_code == 400 and refused.json()["detail"].startswith("token:")
+    assert "X-Injected" not in refused.content.decode()
+
+
+def test_keyless_enabled_row_is_pending_and_configured_only_after_commit(
+    backend, django_capture_on_commit_callbacks
+):
+    from netbox_hvsync.models import BackendEndpoint
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        row = BackendEndpoint.objects.create(name="auto", url=backend)
+    assert row.key_state == "pending" and row.key_fingerprint == ""
+    generated = row.token
+    assert len(generated) == 64 and generated not in row.token_ciphertext
+    assert needs_bootstrap(backend)  # nothing was sent before commit
+    assert callbacks  # the configuration waits for the commit (NetBox may queue its own callbacks too)
+    for callback in callbacks:
+        callback()
+    row.refresh_from_db()
+    assert row.key_state == "adopted" and row.key_fingerprint.startswith("v1:")
+    assert key_accepted(backend, generated) and row.token == generated
+
+
+def test_new_disabled_row_is_stored_keyless_without_any_request(backend, django_capture_on_commit_callbacks):
+    from netbox_hvsync.models import BackendEndpoint
+
+    with django_capture_on_commit_callbacks(execute=True):
+        row = BackendEndpoint.objects.create(name="off", url=backend, enabled=False)
+    assert row.token_ciphertext == "" and needs_bootstrap(backend)
+
+
+def test_inventory_and_hv_saves_push_after_commit(backend, django_capture_on_commit_callbacks):
+    from netbox_hvsync.models import BackendEndpoint, HvEndpoint, InventoryEndpoint
+
+    be = BackendEndpoint(name="b", url=backend)
+    be.token = CANDIDATE
+    be.save()
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        inv = InventoryEndpoint(name="nb", domain="netbox.example.net", port=443, token_key="abc")
+        inv.token = "inventory-secret-token-0001"
+        inv.save()
+    assert (
+        requests.get(
+            backend + "/inventory/endpoint", headers={"X-Service-API-Key": CANDIDATE}, timeout=5
+        ).json()
+        == []
+    )
+    for callback in callbacks:
+        callback()
+    rows = requests.get(
+        backend + "/inventory/endpoint", headers={"X-Service-API-Key": CANDIDATE}, timeout=5
+    ).json()
+    assert len(rows) == 1 and rows[0]["domain"] == "netbox.example.net"
+    inv.refresh_from_db()
+    assert inv.pushed_credential_fingerprint.startswith("v1:")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        hv = HvEndpoint(
+            name="pve",
+            domain="pve.example.net",
+            username="root@pam",
+            token_name="hvsync",
+            allow_template_builds=True,
+        )
+        hv.token_value = "pve-secret-0001"
+        hv.save()
+    hv.refresh_from_db()
+    rows = requests.get(backend + "/hv/endpoints", headers={"X-Service-API-Key": CANDIDATE}, timeout=5).json()
+    assert [r["name"] for r in rows] == [f"pve (inv:{hv.pk})"]
+    assert hv.backend_id == rows[0]["id"] and hv.template_build_grant_confirmed is True
+    # a second save PUTs the same row (identity by suffix), and revoking the grant is confirmed
+    with django_capture_on_commit_callbacks(execute=True):
+        hv.allow_template_builds = False
+        hv.save()
+    hv.refresh_from_db()
+    rows = requests.get(backend + "/hv/endpoints", headers={"X-Service-API-Key": CANDIDATE}, timeout=5).json()
+    assert len(rows) == 1 and hv.template_build_grant_confirmed is False

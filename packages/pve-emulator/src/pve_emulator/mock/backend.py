@@ -1,0 +1,83 @@
+"""MockBackend: the mock-mode implementation the HTTP layer talks to (moto-style, no HTTP in here)."""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from typing import Any
+
+from pve_emulator.auth import Identity
+from pve_emulator.mock import access, cluster, guests, network, storage  # noqa: F401  (register handlers)
+from pve_emulator.mock.generic import GenericHandler
+from pve_emulator.mock.registry import HANDLERS, Call
+from pve_emulator.mock.scenarios import build
+from pve_emulator.mock.state import ClusterState
+from pve_emulator.schema import ApiSchema, Operation
+
+
+class MockBackend:
+    def __init__(self, schema: ApiSchema, state: ClusterState) -> None:
+        self.schema = schema
+        self.state = state
+        self._generic = GenericHandler(schema)
+        self._lock = threading.Lock()
+        self.handlers = {key: func for key, func in HANDLERS.items() if key in schema.by_key}
+
+    @classmethod
+    def from_scenario(
+        cls,
+        schema: ApiSchema,
+        scenario: str,
+        *,
+        vms: int | None = None,
+        nodes: int | None = None,
+        user: str,
+        password: str,
+        token_id: str,
+        token_secret: str,
+    ) -> MockBackend:
+        return cls(
+            schema,
+            build(
+                scenario,
+                vms=vms,
+                nodes=nodes,
+                user=user,
+                password=password,
+                token_id=token_id,
+                token_secret=token_secret,
+            ),
+        )
+
+    # -- credentials ------------------------------------------------------------------------------
+
+    def check_password(self, userid: str, password: str) -> bool:
+        user = self.state.users.get(userid)
+        if user is None or not user.enable or user.password is None:
+            return False
+        return hmac.compare_digest(user.password.encode(), password.encode())
+
+    def check_token(self, userid: str, full_tokenid: str, secret: str) -> bool:
+        user = self.state.users.get(userid)
+        if user is None or not user.enable:
+            return False
+        token = user.tokens.get(full_tokenid.split("!", 1)[1])
+        return token is not None and hmac.compare_digest(token.secret.encode(), secret.encode())
+
+    def user_exists(self, userid: str) -> bool:
+        user = self.state.users.get(userid)
+        return user is not None and bool(user.enable)
+
+    def allowed(self, identity: Identity, op: Operation, params: dict[str, Any]) -> bool:
+        return access.check_allowed(self.state, identity, op, params)
+
+    # -- operations -------------------------------------------------------------------------------
+
+    def is_modelled(self, op: Operation) -> bool:
+        return op.key in self.handlers
+
+    def handle(self, op: Operation, params: dict[str, Any], identity: Identity) -> Any:
+        """Run one operation on the model; handlers raise ApiError for client-visible failures."""
+        handler = self.handlers.get(op.key, self._generic)
+        with self._lock:
+            return handler(Call(op=op, params=params, identity=identity, state=self.state))

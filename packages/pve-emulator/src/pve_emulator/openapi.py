@@ -1,0 +1,119 @@
+"""OpenAPI 3.1 document generated from the compiled schema (built on first request, then cached)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pve_emulator.schema import ApiSchema, Operation
+
+_KEEP = ("type", "enum", "default", "pattern", "minimum", "maximum", "maxLength", "minLength")
+
+
+def _json_schema(spec: dict[str, Any], depth: int = 0) -> dict[str, Any]:
+    out: dict[str, Any] = {k: spec[k] for k in _KEEP if k in spec}
+    kind = spec.get("type")
+    if kind == "null":
+        out["type"] = "null"
+    if kind == "boolean":
+        out["type"] = "boolean"
+        out.pop("enum", None)
+    if isinstance(spec.get("format"), str):
+        out["format"] = spec["format"]
+    if "pattern" in out:
+        out["pattern"] = str(out["pattern"])
+    if kind == "array" and isinstance(spec.get("items"), dict) and depth < 6:
+        out["items"] = _json_schema(spec["items"], depth + 1)
+    if kind == "object" and isinstance(spec.get("properties"), dict) and depth < 6:
+        out["properties"] = {k: _json_schema(v, depth + 1) for k, v in spec["properties"].items()}
+        required = [k for k, v in spec["properties"].items() if not v.get("optional")]
+        if required:
+            out["required"] = required
+    return out
+
+
+def _operation(op: Operation) -> dict[str, Any]:
+    parameters: list[dict[str, Any]] = []
+    body_props: dict[str, Any] = {}
+    required: list[str] = []
+    for name, spec in op.params.items():
+        schema = _json_schema(spec)
+        if name in op.path_params:
+            parameters.append({"name": name, "in": "path", "required": True, "schema": schema})
+        elif op.method in ("GET", "DELETE"):
+            parameters.append(
+                {"name": name, "in": "query", "required": not spec.get("optional"), "schema": schema}
+            )
+        else:
+            body_props[name] = schema
+            if not spec.get("optional") and not name.endswith("[n]"):
+                required.append(name)
+    tag = op.path.strip("/").split("/")[0] or "root"
+    out: dict[str, Any] = {
+        "operationId": f"{op.method.lower()}_{re.sub(r'[^a-zA-Z0-9]+', '_', op.path).strip('_')}",
+        "summary": f"{op.name} ({op.method} {op.path})",
+        "tags": [tag],
+        "parameters": parameters,
+        "responses": {
+            "200": {
+                "description": "success",
+                "content": {
+                    "application/json": {
+                        "schema": {"type": "object", "properties": {"data": _json_schema(op.returns)}}
+                    }
+                },
+            },
+            "400": {"description": "invalid parameters"},
+            "401": {"description": "missing or invalid authentication"},
+            "403": {"description": "insufficient permissions"},
+            "404": {"description": "resource does not exist"},
+        },
+    }
+    if body_props:
+        body_schema: dict[str, Any] = {"type": "object", "properties": body_props}
+        if required:
+            body_schema["required"] = required
+        out["requestBody"] = {
+            "content": {
+                "application/json": {"schema": body_schema},
+                "application/x-www-form-urlencoded": {"schema": body_schema},
+            }
+        }
+    if op.permissions and op.permissions.get("user") == "world":
+        out["security"] = []
+    return out
+
+
+def build(schema: ApiSchema) -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {}
+    for op in schema.operations:
+        paths.setdefault("/api2/json" + op.path, {})[op.method.lower()] = _operation(op)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Proxmox VE API emulator",
+            "version": schema.release,
+            "description": f"{len(schema.operations)} operations compiled from {schema.source}. Every operation "
+            "is also served at the bare path without /api2/json.",
+        },
+        "servers": [{"url": "/"}],
+        "components": {
+            "securitySchemes": {
+                "PVEAPIToken": {"type": "apiKey", "in": "header", "name": "Authorization"},
+                "PVEAuthCookie": {"type": "apiKey", "in": "cookie", "name": "PVEAuthCookie"},
+            }
+        },
+        "security": [{"PVEAPIToken": []}, {"PVEAuthCookie": []}],
+        "paths": paths,
+    }
+
+
+SWAGGER_HTML = """<!doctype html><html><head><title>Proxmox VE API emulator</title>
+<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css"></head>
+<body><div id="swagger-ui"></div>
+<script src="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
+<script>SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-ui"});</script></body></html>"""
+
+REDOC_HTML = """<!doctype html><html><head><title>Proxmox VE API emulator</title></head>
+<body><redoc spec-url="/openapi.json"></redoc>
+<script src="https://cdn.jsdelivr.net/npm/redoc@2/bundles/redoc.standalone.js"></script></body></html>"""

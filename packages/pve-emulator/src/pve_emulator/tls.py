@@ -1,0 +1,69 @@
+"""Self-signed certificate for ``--tls``: made once on first start and reused from a cache directory."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import tempfile
+from pathlib import Path
+
+DEFAULT_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pve-emulator"
+
+
+def ensure_certificate(directory: Path | None = None) -> tuple[Path, Path]:
+    """Return (certificate, key) paths, creating an EC P-256 self-signed pair if absent.
+
+    Key and certificate share one PEM file that is replaced atomically, so concurrent first starts
+    (parallel test runs) never see a certificate with somebody else's key.
+    """
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    directory = directory or DEFAULT_DIR
+    pem_path = directory / "pve-emulator-ssl.pem"
+    if pem_path.is_file():
+        return pem_path, pem_path
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        if directory != DEFAULT_DIR:
+            raise
+        # read-only home (some CI runners): fall back to a per-user temporary directory
+        directory = Path(tempfile.gettempdir()) / f"pve-emulator-{os.getuid()}"
+        return ensure_certificate(directory)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, "pve-emulator"),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "hvsync pve-emulator"),
+        ]
+    )
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    tmp = directory / f".pve-emulator-ssl.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(key_pem + cert.public_bytes(serialization.Encoding.PEM))
+    tmp.replace(pem_path)
+    return pem_path, pem_path

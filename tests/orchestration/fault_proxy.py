@@ -1,0 +1,170 @@
+"""A fault-injecting HTTP proxy in front of the real backend, for whole-system fault tests.
+
+Requests pass through to the backend unchanged (SSE streams chunk by chunk) unless a fault is set for
+the path. Faults are what a broken network or a broken backend does: a status with a body, a redirect,
+a stream that ends without `complete`, an unparseable `complete`, a hang. Every request is recorded, so
+tests can assert which calls the plugin made (and with which headers).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import requests
+
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "te", "trailer", "upgrade"}
+
+
+@dataclass
+class Fault:
+    kind: str  # status | redirect | no_complete | bad_complete | hang | drop
+    status: int = 200
+    body: Any = None
+    raw: str | None = None
+    seconds: float = 0.0
+    times: int | None = None  # None: every time
+
+
+@dataclass
+class Hit:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class FaultProxy:
+    upstream: str
+    faults: dict[str, Fault] = field(default_factory=dict)
+    hits: list[Hit] = field(default_factory=list)
+    server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def set(self, path_prefix: str, fault: Fault) -> None:
+        self.faults[path_prefix] = fault
+
+    def clear(self) -> None:
+        self.faults.clear()
+        self.hits.clear()
+
+    def fault_for(self, path: str) -> Fault | None:
+        for prefix, fault in self.faults.items():
+            if path.split("?", 1)[0].startswith(prefix):
+                if fault.times is not None:
+                    if fault.times <= 0:
+                        continue
+                    fault.times -= 1
+                return fault
+        return None
+
+    def paths(self, method: str | None = None) -> list[str]:
+        return [h.path.split("?", 1)[0] for h in self.hits if method is None or h.method == method]
+
+    def start(self) -> FaultProxy:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                proxy.hits.append(Hit(self.command, self.path, dict(self.headers), body))
+                fault = proxy.fault_for(self.path)
+                if fault is None:
+                    self._forward(body)
+                else:
+                    self._inject(fault)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+
+            def _send(
+                self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None
+            ) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (extra or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _inject(self, fault: Fault) -> None:
+                if fault.kind == "drop":  # the connection closes without an answer
+                    self.close_connection = True
+                    return
+                if fault.kind == "hang":
+                    time.sleep(fault.seconds)
+                    self.close_connection = True
+                    return
+                if fault.kind == "redirect":
+                    self._send(307, b"", "text/plain", {"Location": proxy.upstream + self.path})
+                    return
+                if fault.kind == "status":
+                    if fault.raw is not None:
+                        self._send(fault.status, fault.raw.encode(), "text/html")
+                    else:
+                        self._send(fault.status, json.dumps(fault.body).encode(), "application/json")
+                    return
+                step = (
+                    'id: 1\nevent: step\ndata: {"stage": "devices", "phase": "start", "message": "start"}\n\n'
+                )
+                if fault.kind == "no_complete":
+                    text = step
+                elif fault.kind == "bad_complete":
+                    text = step + "id: 2\nevent: complete\ndata: {this is not json\n\n"
+                else:
+                    raise ValueError(fault.kind)
+                self._send(200, text.encode(), "text/event-stream")
+
+            def _forward(self, body: bytes) -> None:
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP | {"host"}}
+                try:
+                    upstream = requests.request(
+                        self.command,
+                        proxy.upstream + self.path,
+                        headers=headers,
+                        data=body or None,
+                        stream=True,
+                        timeout=(5, 600),
+                        allow_redirects=False,
+                    )
+                except requests.RequestException:
+                    self._send(502, b"<html>bad gateway</html>", "text/html")
+                    return
+                self.send_response(upstream.status_code)
+                for k, v in upstream.headers.items():
+                    if k.lower() not in HOP_BY_HOP:
+                        self.send_header(k, v)
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    for chunk in upstream.raw.stream(8192, decode_content=False):
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    upstream.close()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()

@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""`make demo`: the whole of hvsync on one machine, then a full sync of the demo cluster into NetBox.
+
+Starts the Proxmox VE emulator (demo scenario, HTTPS like a real Proxmox on its own port), the hvsync
+backend, and a real NetBox with the plugin and an RQ worker; registers the endpoints; runs the full
+update; prints what landed in NetBox and how to log in; and stops what it started on Ctrl-C.
+`--no-wait` stops right after the summary (used by CI to prove the demo works).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from netbox_instance import read_env  # the env file's one reader, beside its writer
+
+REPO = Path(__file__).resolve().parents[1]
+STATE = REPO / ".demo"
+BIN = REPO / ".venv" / "bin"
+INSTANCE = "demo"
+
+
+def say(msg: str) -> None:
+    print(f"[demo] {msg}", flush=True)
+
+
+def free_port(preferred: int) -> int:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", preferred))
+            return preferred
+        except OSError:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+
+
+def wait_http(url: str, what: str, timeout: float = 60, verify: bool = True) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=2, verify=verify).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise SystemExit(f"{what} did not answer on {url}")
+
+
+class Demo:
+    def __init__(self) -> None:
+        self.children: list[subprocess.Popen[bytes]] = []
+        STATE.mkdir(exist_ok=True)
+
+    def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        log = open(STATE / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it for its lifetime
+        self.children.append(
+            subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        )
+
+    def stop(self) -> None:
+        for child in self.children:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGTERM)
+        for child in self.children:
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+        subprocess.run(
+            [str(BIN / "python"), str(REPO / "tools" / "netbox_instance.py"), "down", "--name", INSTANCE]
+        )
+
+    def start_netbox(self) -> dict[str, str]:
+        say("starting NetBox 4.7.3 with the hvsync plugin (first run migrates once, ~5-10 minutes)")
+        subprocess.run(
+            [
+                str(BIN / "python"),
+                str(REPO / "tools" / "netbox_instance.py"),
+                "up",
+                "--name",
+                INSTANCE,
+                "--fresh",
+            ],
+            check=True,
+        )
+        return read_env(REPO / ".netbox" / "instances" / INSTANCE / "env")
+
+    def start_emulator(self) -> str:
+        port = free_port(8006)
+        self.spawn(
+            "emulator",
+            [str(BIN / "pve-emulator"), "serve", "--port", str(port), "--scenario", "demo", "--tls"],
+        )
+        url = f"https://127.0.0.1:{port}"
+        wait_http(f"{url}/api2/json/version", "the emulator", verify=False)
+        say(f"Proxmox VE emulator (demo cluster) at {url}")
+        return url
+
+    def start_backend(self) -> str:
+        port = free_port(8800)
+        data = STATE / "backend"
+        if data.exists():
+            subprocess.run(["rm", "-rf", str(data)], check=True)  # the demo starts from an empty backend
+        env = {**os.environ, "HVSYNC_DATA_DIR": str(data)}
+        self.spawn("backend", [str(BIN / "hvsync-backend"), "serve", "--port", str(port)], env)
+        url = f"http://127.0.0.1:{port}"
+        wait_http(f"{url}/health", "the backend")
+        say(f"hvsync backend at {url}")
+        return url
+
+
+class Plugin:
+    """NetBox's REST API as the demo operator uses it (the plugin's records and its sync routes)."""
+
+    def __init__(self, netbox: dict[str, str]) -> None:
+        self.netbox = netbox
+        self.http = httpx.Client(
+            base_url=netbox["NETBOX_URL"] + "/api/",
+            headers={"Authorization": netbox["NETBOX_AUTH_HEADER"]},
+            timeout=120,
+        )
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        r = self.http.post(path, json=body)
+        if r.status_code != 201:
+            raise SystemExit(f"NetBox refused POST {path}: HTTP {r.status_code} {r.text[:500]}")
+        return r.json()
+
+    def get(self, path: str) -> dict[str, Any]:
+        r = self.http.get(path)
+        r.raise_for_status()
+        return r.json()
+
+
+def configure_plugin(plugin: Plugin, backend: str, emulator: str) -> None:
+    """Configure hvsync the way an operator does, through the plugin: the backend endpoint with a key of
+    our choosing (the plugin verifies it and bootstraps the fresh backend before it stores the row), NetBox
+    itself as the inventory endpoint, and the emulator's cluster (each save pushes to the backend)."""
+    from pve_emulator import config as emulator_defaults
+
+    netbox = plugin.netbox
+    found = plugin.get("ipam/ip-addresses/?address=127.0.0.1/32")["results"]
+    ip = found[0] if found else plugin.post("ipam/ip-addresses/", {"address": "127.0.0.1/32"})
+    key = os.urandom(32).hex()  # the operator's candidate; the plugin stores it encrypted
+    be = plugin.post(
+        "plugins/hvsync/backend-endpoints/", {"name": "demo backend", "backend_url": backend, "token": key}
+    )
+    say(
+        f"backend endpoint saved: key {be['key_state']['label'].lower()} (fingerprint {be['key_fingerprint'][:15]}...)"
+    )
+    token_key, _, token = netbox["NETBOX_AUTH_HEADER"].removeprefix("Bearer nbt_").partition(".")
+    inv = plugin.post(
+        "plugins/hvsync/inventory-endpoints/",
+        {
+            "name": "demo NetBox",
+            "ip_address": ip["id"],
+            "port": int(netbox["NETBOX_URL"].rsplit(":", 1)[1]),
+            "token_version": 2,
+            "token_key": token_key,
+            "token": token,
+            "verify_ssl": False,
+        },
+    )
+    user, _, token_name = emulator_defaults.DEFAULT_TOKEN_ID.partition("!")
+    hv = plugin.post(
+        "plugins/hvsync/hv-endpoints/",
+        {
+            "name": "demo cluster",
+            "ip_address": ip["id"],
+            "port": int(emulator.rsplit(":", 1)[1]),
+            "username": user,
+            "access_methods": ["token"],
+            "token_name": token_name,
+            "token_value": emulator_defaults.DEFAULT_TOKEN_SECRET,
+            "verify_ssl": False,
+        },
+    )
+    inv = plugin.get(f"plugins/hvsync/inventory-endpoints/{inv['id']}/")
+    hv = plugin.get(f"plugins/hvsync/hv-endpoints/{hv['id']}/")
+    pushed = (
+        "pushed" if inv["pushed_credential_fingerprint"] else "not pushed yet (the sync's preflight will)"
+    )
+    say(f"inventory endpoint saved: {pushed}")
+    where = (
+        f"backend id {hv['backend_id']}" if hv["backend_id"] else "not pushed yet (the sync's preflight will)"
+    )
+    say(f"Proxmox endpoint saved: {where}")
+
+
+def run_sync_job(plugin: Plugin) -> dict[str, Any]:
+    """Queue a full sync on NetBox's job queue (the REST route behind the full-update button) and follow it."""
+    job = plugin.post("plugins/hvsync/sync/schedule/", {})
+    say(f"full sync queued as NetBox job {job['id']}; the RQ worker runs it")
+    shown = 0
+    while True:
+        row = plugin.get(f"core/jobs/{job['id']}/")
+        entries = row.get("log_entries") or []
+        for entry in entries[shown:]:
+            say(f"  [{entry.get('level', 'info')}] {entry.get('message', '')}")
+        shown = len(entries)
+        if row["status"]["value"] in ("completed", "failed", "errored"):
+            return row
+        time.sleep(1)
+
+
+def print_summary(job: dict[str, Any]) -> bool:
+    block = (job.get("data") or {}).get("sync") or {}
+    ok = job["status"]["value"] == "completed"
+    say(f"sync job {job['id']}: {job['status']['label']}" + ("" if ok else f": {job.get('error')}"))
+    totals = {k: 0 for k in ("created", "updated", "unchanged", "failed")}
+    for stage in block.get("stages", []):
+        s = stage.get("summary") or {}
+        for k in totals:
+            totals[k] += int(s.get(k) or 0)
+        state = "ok" if stage.get("ok") else f"FAILED ({stage.get('failure_kind')})"
+        say(
+            f"  {stage['stage']:<20} {state:<8} {stage.get('duration_ms', 0) / 1000:6.1f}s  created {s.get('created', 0):>4}"
+            f"  updated {s.get('updated', 0):>4}  unchanged {s.get('unchanged', 0):>4}  failed {s.get('failed', 0):>3}"
+        )
+    total = (block.get("runtime") or {}).get("total_ms", 0) / 1000
+    say(
+        f"total {total:.1f}s: created {totals['created']}, updated {totals['updated']}, "
+        f"unchanged {totals['unchanged']}, failed {totals['failed']}"
+    )
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--no-wait", action="store_true", help="stop everything after the summary")
+    args = parser.parse_args()
+    demo = Demo()
+    try:
+        netbox = demo.start_netbox()
+        emulator = demo.start_emulator()
+        backend = demo.start_backend()
+        plugin = Plugin(netbox)
+        configure_plugin(plugin, backend, emulator)
+        job = run_sync_job(plugin)
+        ok = print_summary(job)
+        say(
+            f"NetBox: {netbox['NETBOX_URL']}  (log in as {netbox['NETBOX_ADMIN_USER']}/{netbox['NETBOX_ADMIN_PASSWORD']})"
+        )
+        say(f"backend: {backend}/docs   emulator: {emulator}/docs   logs: {STATE}")
+        if args.no_wait:
+            return 0 if ok else 1
+        say("running; press Ctrl-C to stop")
+        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        say("stopping")
+        demo.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,727 @@
+#!/usr/bin/env python3
+"""A real NetBox for hvsync's tests and demo, prepared idempotently from the Python registry.
+
+NetBox lives in its own venv (`.netbox/venv`) with the plugin installed editable, talks to PostgreSQL and
+Redis on loopback, and is served by gunicorn with an RQ worker beside it. Migrating NetBox from scratch
+takes ~10 minutes on a 2-core machine, so it is done once into a template database that is also dumped
+into a cache outside the repository; every instance and every test run clones that template
+(`CREATE DATABASE ... TEMPLATE ...`, well under a second) and only applies the plugin's migrations.
+
+Commands (run with any Python 3.12; only the standard library is used):
+  up [--name dev] [--fresh] [--restart] [--port N]
+                                        prepare and start an instance (kept as is when already up)
+  down [--name dev]                     stop the processes this tool started for the instance
+  status                                show instances and whether they answer
+  forget --name NAME                    stop an instance, drop its database, free its port/Redis slot
+  manage [--name dev] ARGS...           run `netbox ARGS` against the instance's database (DEVELOPER=True)
+  pytest ARGS...                        run pytest in NetBox's venv against a fresh cloned database
+  template                              only make sure the migrated template database exists
+
+The default instance `dev` writes `.netbox/env`; other instances write `.netbox/instances/<name>/env`.
+Both hold NETBOX_URL and NETBOX_AUTH_HEADER (the whole Authorization header value) in shell syntax.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+import shlex
+import signal
+import socket
+import string
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+NETBOX_VERSION = "4.7.3"
+BRANCHING_VERSION = "1.2.2"
+PSYCOPG_OVERRIDE = "psycopg[binary,pool]==3.3.6"  # NetBox pins psycopg[c]; the binary wheel skips a C build
+EXTRA_REQUIREMENTS = ("whitenoise>=6.7", "pytest>=8", "pytest-django>=4.9", "requests>=2.32")
+
+REPO = Path(__file__).resolve().parents[1]
+STATE = REPO / ".netbox"
+VENV = STATE / "venv"
+CONF_DIR = STATE / "conf"
+NETBOX_ROOT = STATE / "root"
+PLUGIN_DIR = REPO / "packages" / "netbox-hvsync"
+CACHE = Path(os.environ.get("HVSYNC_CACHE_DIR", Path.home() / ".cache" / "hvsync"))
+UV = REPO / ".tools" / "bin" / "uv"
+
+PG = {"host": "127.0.0.1", "port": "5432", "user": "postgres"}
+TEMPLATE_DB = "hvsync_nbtpl_" + f"{NETBOX_VERSION}_b{BRANCHING_VERSION}".replace(".", "_")
+TEMPLATE_DONE = "hvsync template complete"
+CONFIG_MODULE = "hvsync_netbox_configuration"
+ADMIN_USER, ADMIN_PASSWORD = "admin", "admin"
+
+# name -> (port, first redis database); instances never share RQ queues or caches. Other names get a
+# port and a pair of Redis databases allocated once and kept in the instance's directory.
+INSTANCES = {"dev": (8765, 2), "test": (8766, 4), "demo": (8767, 6), "bench": (8768, 8)}
+PYTEST_REDIS_BASE = 10
+SPARE_REDIS_BASES = (12, 14)  # Redis has databases 0-15; 0-1 are left to whoever else uses this Redis
+SPARE_PORTS = range(8770, 8790)
+
+
+def log(msg: str) -> None:
+    print(f"[netbox] {msg}", flush=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# PostgreSQL
+
+
+def psql(sql: str, db: str = "postgres") -> str:
+    out = subprocess.run(
+        [
+            "psql",
+            "-h",
+            PG["host"],
+            "-p",
+            PG["port"],
+            "-U",
+            PG["user"],
+            "-d",
+            db,
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-Atqc",
+            sql,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return out.stdout.strip()
+
+
+def db_exists(name: str) -> bool:
+    return psql(f"SELECT 1 FROM pg_database WHERE datname = '{name}'") == "1"
+
+
+def db_comment(name: str) -> str:
+    return psql(f"SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = '{name}'")
+
+
+def drop_db(name: str) -> None:
+    psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def file_lock(name: str) -> Iterator[None]:
+    STATE.mkdir(parents=True, exist_ok=True)
+    with open(STATE / f".{name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# --------------------------------------------------------------------------------------------------
+# NetBox's venv and configuration
+
+
+def python_312() -> str:
+    return subprocess.run(
+        [str(REPO / "tools" / "find-python.sh")], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def ensure_uv() -> None:
+    if UV.exists():
+        return
+    log("installing uv into .tools")
+    subprocess.run([python_312(), "-m", "venv", str(REPO / ".tools")], check=True)
+    subprocess.run([str(REPO / ".tools" / "bin" / "pip"), "install", "-q", "uv>=0.5"], check=True)
+
+
+def ensure_venv() -> None:
+    """NetBox, netbox-branching and the plugin (editable) in NetBox's own Python 3.12 venv."""
+    wanted = json.dumps(
+        {
+            "netbox": NETBOX_VERSION,
+            "branching": BRANCHING_VERSION,
+            "extra": EXTRA_REQUIREMENTS,
+            "plugin_pyproject": (PLUGIN_DIR / "pyproject.toml").read_text(),
+        },
+        sort_keys=True,
+    )
+    marker = VENV / ".hvsync-requirements"
+    if marker.exists() and marker.read_text() == wanted:
+        return
+    ensure_uv()
+    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+    if not (VENV / "bin" / "python").exists():
+        log("creating NetBox's venv")
+        subprocess.run([str(UV), "venv", "-q", "--python", python_312(), str(VENV)], check=True, env=env)
+    overrides = STATE / "overrides.txt"
+    overrides.write_text(PSYCOPG_OVERRIDE + "\n")
+    log(f"installing netbox=={NETBOX_VERSION}, netbox-branching=={BRANCHING_VERSION} and the plugin")
+    subprocess.run(
+        [
+            str(UV),
+            "pip",
+            "install",
+            "-q",
+            "--python",
+            str(VENV / "bin" / "python"),
+            "--override",
+            str(overrides),
+            f"netbox=={NETBOX_VERSION}",
+            f"netboxlabs-netbox-branching=={BRANCHING_VERSION}",
+            *EXTRA_REQUIREMENTS,
+            "-e",
+            str(PLUGIN_DIR),
+        ],
+        check=True,
+        env=env,
+    )
+    marker.write_text(wanted)
+
+
+def secret_value(name: str, length: int = 60) -> str:
+    """A per-checkout secret, made once and kept in .netbox (git-ignored)."""
+    path = STATE / f"{name}.secret"
+    if not path.exists():
+        STATE.mkdir(parents=True, exist_ok=True)
+        alphabet = string.ascii_letters + string.digits
+        path.write_text("".join(secrets.choice(alphabet) for _ in range(length)))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+CONFIG_TEMPLATE = '''"""NetBox configuration for hvsync's test and demo instances (generated by tools/netbox_instance.py)."""
+import os
+
+from netbox_branching.utilities import DynamicSchemaDict
+
+ALLOWED_HOSTS = ["*"]
+DATABASES = DynamicSchemaDict({{
+    "default": {{
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": os.environ.get("HVSYNC_NETBOX_DB", "hvsync_netbox_dev"),
+        "USER": "{user}",
+        "PASSWORD": "",
+        "HOST": "{host}",
+        "PORT": "{port}",
+        "CONN_MAX_AGE": 300,
+    }}
+}})
+DATABASE_ROUTERS = ["netbox_branching.database.BranchAwareRouter"]
+_redis_base = int(os.environ.get("HVSYNC_NETBOX_REDIS_BASE", "2"))
+REDIS = {{
+    "tasks": {{"HOST": "127.0.0.1", "PORT": 6379, "PASSWORD": "", "DATABASE": _redis_base, "SSL": False}},
+    "caching": {{"HOST": "127.0.0.1", "PORT": 6379, "PASSWORD": "", "DATABASE": _redis_base + 1, "SSL": False}},
+}}
+SECRET_KEY = "{secret_key}"
+API_TOKEN_PEPPERS = {{1: "{pepper}"}}
+# netbox_branching must be the last plugin; the template database is migrated without hvsync so that
+# the plugin's own migrations are applied to each clone.
+PLUGINS = ["netbox_branching"] if os.environ.get("HVSYNC_NETBOX_CORE_ONLY") else ["netbox_hvsync", "netbox_branching"]
+PLUGINS_CONFIG = {{"netbox_hvsync": {{}}}}
+DEBUG = False
+DEVELOPER = bool(os.environ.get("HVSYNC_NETBOX_DEVELOPER"))
+TIME_ZONE = "UTC"
+RQ_DEFAULT_TIMEOUT = 7200
+'''
+
+WSGI_MODULE = '''"""NetBox's WSGI application with its collected static files served (generated by tools/netbox_instance.py)."""
+from netbox.wsgi import application as _netbox
+from whitenoise import WhiteNoise
+
+application = WhiteNoise(_netbox, root="{static}", prefix="static/")
+'''
+
+
+def write_config() -> None:
+    CONF_DIR.mkdir(parents=True, exist_ok=True)
+    NETBOX_ROOT.mkdir(parents=True, exist_ok=True)
+    (CONF_DIR / f"{CONFIG_MODULE}.py").write_text(
+        CONFIG_TEMPLATE.format(
+            secret_key=secret_value("secret-key"), pepper=secret_value("token-pepper"), **PG
+        )
+    )
+    (CONF_DIR / "hvsync_netbox_wsgi.py").write_text(WSGI_MODULE.format(static=NETBOX_ROOT / "static"))
+
+
+def netbox_env(db: str, redis_base: int, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # bytecode halves start-up
+    env.update(
+        {
+            "NETBOX_CONFIGURATION": CONFIG_MODULE,
+            "NETBOX_ROOT": str(NETBOX_ROOT),
+            "PYTHONPATH": str(CONF_DIR),
+            "HVSYNC_NETBOX_DB": db,
+            "HVSYNC_NETBOX_REDIS_BASE": str(redis_base),
+            "DJANGO_SETTINGS_MODULE": "netbox.settings",
+            "VIRTUAL_ENV": str(VENV),
+            "PATH": f"{VENV / 'bin'}:{os.environ.get('PATH', '')}",
+        }
+    )
+    env.update(extra)
+    return env
+
+
+def run_netbox(
+    args: Sequence[str], env: dict[str, str], timeout: float | None = None, capture: bool = False
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(VENV / "bin" / "netbox"), *args],
+        env=env,
+        check=True,
+        timeout=timeout,
+        text=True,
+        capture_output=capture,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# The migrated template database
+
+
+def ensure_template() -> None:
+    with file_lock("template"):
+        if db_exists(TEMPLATE_DB) and db_comment(TEMPLATE_DB) == TEMPLATE_DONE:
+            return
+        drop_db(TEMPLATE_DB)  # ours, and incomplete
+        dump = CACHE / f"{TEMPLATE_DB}.dump"
+        psql(f'CREATE DATABASE "{TEMPLATE_DB}"')
+        if dump.exists():
+            log(f"restoring the migrated NetBox template from {dump}")
+            t0 = time.monotonic()
+            subprocess.run(
+                [
+                    "pg_restore",
+                    "-h",
+                    PG["host"],
+                    "-p",
+                    PG["port"],
+                    "-U",
+                    PG["user"],
+                    "-d",
+                    TEMPLATE_DB,
+                    "--no-owner",
+                    str(dump),
+                ],
+                check=True,
+                timeout=900,
+            )
+            log(f"restored in {time.monotonic() - t0:.1f}s")
+        else:
+            log("migrating a fresh NetBox database (about 10 minutes on 2 cores; done once, then cached)")
+            t0 = time.monotonic()
+            env = netbox_env(TEMPLATE_DB, PYTEST_REDIS_BASE, HVSYNC_NETBOX_CORE_ONLY="1")
+            run_netbox(["migrate", "--no-input", "-v", "0"], env, timeout=3600)
+            log(f"migrated in {time.monotonic() - t0:.0f}s; caching a dump in {dump}")
+            CACHE.mkdir(parents=True, exist_ok=True)
+            tmp = dump.with_suffix(".tmp")
+            subprocess.run(
+                [
+                    "pg_dump",
+                    "-h",
+                    PG["host"],
+                    "-p",
+                    PG["port"],
+                    "-U",
+                    PG["user"],
+                    "-Fc",
+                    "-f",
+                    str(tmp),
+                    TEMPLATE_DB,
+                ],
+                check=True,
+                timeout=900,
+            )
+            tmp.rename(dump)
+        psql(f"COMMENT ON DATABASE \"{TEMPLATE_DB}\" IS '{TEMPLATE_DONE}'")
+
+
+def migrations_stamp() -> str:
+    """What the plugin's migrations are now: a database migrated at this stamp needs no `migrate`."""
+    digest = hashlib.sha256(TEMPLATE_DB.encode())
+    for path in sorted((PLUGIN_DIR / "src" / "netbox_hvsync" / "migrations").glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def plugin_template_name() -> str:
+    return f"{TEMPLATE_DB}_p{migrations_stamp()[:10]}"
+
+
+def ensure_plugin_template() -> str:
+    """The core template plus the plugin's current migrations, so clones need no `migrate` at all.
+
+    Rebuilt only when the plugin's migrations change; older plugin templates of ours are dropped.
+    """
+    name = plugin_template_name()
+    with file_lock("template"):
+        if db_exists(name) and db_comment(name) == TEMPLATE_DONE:
+            return name
+        stale = psql(f"SELECT datname FROM pg_database WHERE datname LIKE '{TEMPLATE_DB}_p%'").split()
+        for old in stale:
+            drop_db(old)
+        psql(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE_DB}"')
+        t0 = time.monotonic()
+        run_netbox(["migrate", "--no-input", "-v", "0"], netbox_env(name, PYTEST_REDIS_BASE), timeout=1200)
+        log(f"plugin migrations applied to the template {name} in {time.monotonic() - t0:.1f}s")
+        psql(f"COMMENT ON DATABASE \"{name}\" IS '{TEMPLATE_DONE}'")
+    return name
+
+
+def prepare_database(db: str, redis_base: int, fresh: bool, stamp_file: Path | None = None) -> None:
+    """Clone the plugin template (when missing or asked), or migrate an existing database in place."""
+    stamp_ok = stamp_file is not None and stamp_file.exists() and stamp_file.read_text() == migrations_stamp()
+    if fresh or not db_exists(db):
+        template = ensure_plugin_template()
+        log(f"cloning {template} into {db}")
+        drop_db(db)
+        psql(f'CREATE DATABASE "{db}" TEMPLATE "{template}"')
+        if stamp_file:
+            stamp_file.parent.mkdir(parents=True, exist_ok=True)
+            stamp_file.write_text(migrations_stamp())
+        return
+    if stamp_ok:
+        return
+    t0 = time.monotonic()
+    run_netbox(["migrate", "--no-input", "-v", "0"], netbox_env(db, redis_base), timeout=1200)
+    log(f"plugin migrations applied to {db} in {time.monotonic() - t0:.1f}s")
+    if stamp_file:
+        stamp_file.parent.mkdir(parents=True, exist_ok=True)
+        stamp_file.write_text(migrations_stamp())
+
+
+BOOTSTRAP_USERS = """
+import json, sys
+from users.models import Token, User
+user, _ = User.objects.get_or_create(username={user!r})
+user.is_superuser = True
+user.is_active = True
+user.set_password({password!r})
+user.save()
+Token.objects.filter(user=user, description="hvsync tooling").delete()
+token = Token(user=user, version=2, description="hvsync tooling", write_enabled=True)
+token.token = {token!r}
+token.save()
+print("HVSYNC_TOKEN_KEY=" + token.key)
+"""
+
+
+def bootstrap_admin(db: str, redis_base: int, plaintext: str) -> str:
+    """Superuser and a v2 API token with a known plaintext; returns the whole Authorization header."""
+    code = BOOTSTRAP_USERS.format(user=ADMIN_USER, password=ADMIN_PASSWORD, token=plaintext)
+    out = run_netbox(
+        ["shell", "--no-startup", "-c", code], netbox_env(db, redis_base), timeout=300, capture=True
+    ).stdout
+    key = next(line.split("=", 1)[1] for line in out.splitlines() if line.startswith("HVSYNC_TOKEN_KEY="))
+    return f"Bearer nbt_{key}.{plaintext}"
+
+
+def ensure_static(redis_base: int) -> None:
+    marker = NETBOX_ROOT / "static" / ".hvsync-collected"
+    stamp = (
+        f"{NETBOX_VERSION}:{BRANCHING_VERSION}:{sorted(p.name for p in (PLUGIN_DIR / 'src').rglob('static'))}"
+    )
+    if marker.exists() and marker.read_text() == stamp:
+        return
+    log("collecting static files")
+    run_netbox(["collectstatic", "--no-input", "-v", "0"], netbox_env(TEMPLATE_DB, redis_base), timeout=600)
+    marker.write_text(stamp)
+
+
+# --------------------------------------------------------------------------------------------------
+# Instances: gunicorn + RQ worker
+
+
+def instance_dir(name: str) -> Path:
+    return STATE / "instances" / name
+
+
+def instance_slot(name: str) -> tuple[int, int]:
+    """(port, first Redis database) of an instance; other names get a free pair, allocated once."""
+    if name in INSTANCES:
+        return INSTANCES[name]
+    slot_file = instance_dir(name) / "slot.json"
+    with file_lock("slots"):
+        if slot_file.exists():
+            slot = json.loads(slot_file.read_text())
+            return int(slot["port"]), int(slot["redis_base"])
+        taken = [json.loads(f.read_text()) for f in (STATE / "instances").glob("*/slot.json")]
+        ports = {t["port"] for t in taken}
+        bases = {t["redis_base"] for t in taken}
+        base = next((b for b in SPARE_REDIS_BASES if b not in bases), None)
+        port = next((p for p in SPARE_PORTS if p not in ports), None)
+        if base is None or port is None:
+            raise SystemExit(
+                f"no free Redis databases for instance '{name}': remove one of "
+                f"{sorted(f.parent.name for f in (STATE / 'instances').glob('*/slot.json'))} with `forget`"
+            )
+        slot_file.parent.mkdir(parents=True, exist_ok=True)
+        slot_file.write_text(json.dumps({"port": port, "redis_base": base}))
+        return port, base
+
+
+def forget(name: str) -> None:
+    """Stop an instance, drop its database and free its slot."""
+    stop_instance(name)
+    drop_db(f"hvsync_netbox_{name}")
+    for leftover in ("slot.json", "migrations.stamp", "env"):
+        (instance_dir(name) / leftover).unlink(missing_ok=True)
+    log(f"forgot instance {name}")
+
+
+def env_file(name: str) -> Path:
+    return STATE / "env" if name == "dev" else instance_dir(name) / "env"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return str(STATE).encode() in cmdline  # never touch a recycled pid that is not ours
+
+
+def stop_instance(name: str) -> None:
+    pid_file = instance_dir(name) / "pids.json"
+    if not pid_file.exists():
+        return
+    pids: dict[str, int] = json.loads(pid_file.read_text())
+    for pid in pids.values():
+        if _pid_alive(pid):
+            os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(_pid_alive(p) for p in pids.values()):
+        time.sleep(0.2)
+    for pid in pids.values():
+        if _pid_alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+    pid_file.unlink()
+    log(f"stopped instance {name}")
+
+
+def http_ok(url: str, auth: str | None = None, timeout: float = 5) -> bool:
+    req = urllib.request.Request(url, headers={"Authorization": auth} if auth else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn: TIME_WAIT is not "in use"
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def start_instance(name: str, db: str, port: int, redis_base: int, workers: int) -> None:
+    if not port_is_free(port):  # else the readiness check could be answered by someone else's server
+        raise SystemExit(f"port {port} is in use by another process; stop it or pass --port")
+    d = instance_dir(name)
+    (d / "logs").mkdir(parents=True, exist_ok=True)
+    env = netbox_env(db, redis_base)
+    procs = {
+        "gunicorn": [
+            str(VENV / "bin" / "gunicorn"),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--preload",
+            "--threads",
+            "2",
+            "--timeout",
+            "300",
+            "--graceful-timeout",
+            "10",
+            "--access-logfile",
+            str(d / "logs" / "access.log"),
+            "hvsync_netbox_wsgi:application",
+        ],
+        "rqworker": [str(VENV / "bin" / "netbox"), "rqworker", "high", "default", "low"],
+    }
+    pids = {}
+    for proc_name, argv in procs.items():
+        with open(d / "logs" / f"{proc_name}.log", "ab") as out:
+            p = subprocess.Popen(
+                argv,
+                env=env,
+                cwd=str(d),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        pids[proc_name] = p.pid
+    (d / "pids.json").write_text(json.dumps(pids))
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while not http_ok(f"{url}/login/"):
+        if time.monotonic() > deadline or not _pid_alive(pids["gunicorn"]):
+            raise SystemExit(f"NetBox did not answer on {url}; see {d / 'logs' / 'gunicorn.log'}")
+        time.sleep(0.5)
+
+
+def already_up(name: str, db: str, url: str) -> bool:
+    """Running, answering with our token, and migrated at the plugin's current migrations."""
+    stamp = instance_dir(name) / "migrations.stamp"
+    pid_file = instance_dir(name) / "pids.json"
+    if not (stamp.exists() and stamp.read_text() == migrations_stamp() and pid_file.exists()):
+        return False
+    if not all(_pid_alive(pid) for pid in json.loads(pid_file.read_text()).values()):
+        return False
+    auth = read_env(env_file(name)).get("NETBOX_AUTH_HEADER", "")
+    return bool(auth) and db_exists(db) and http_ok(f"{url}/api/status/", auth)
+
+
+def up(name: str, fresh: bool, restart: bool, port: int | None, workers: int) -> None:
+    default_port, redis_base = instance_slot(name)
+    port = port or default_port
+    db = f"hvsync_netbox_{name}"
+    t0 = time.monotonic()
+    with file_lock(f"instance-{name}"):
+        ensure_venv()
+        write_config()
+        if not (fresh or restart) and already_up(name, db, f"http://127.0.0.1:{port}"):
+            log(f"instance '{name}' is already up at http://127.0.0.1:{port} (use --restart to reload code)")
+            return
+        ensure_template()
+        stop_instance(name)
+        prepare_database(db, redis_base, fresh, instance_dir(name) / "migrations.stamp")
+        ensure_static(redis_base)
+        start_instance(name, db, port, redis_base, workers)
+        url = f"http://127.0.0.1:{port}"
+        target = env_file(name)
+        auth = read_env(target).get("NETBOX_AUTH_HEADER", "")
+        if fresh or not auth or not http_ok(f"{url}/api/status/", auth):
+            auth = bootstrap_admin(db, redis_base, secret_value(f"api-token-{name}", 40))
+            if not http_ok(f"{url}/api/status/", auth):
+                raise SystemExit(f"NetBox at {url} refuses the API token just created")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(
+            f"NETBOX_URL={shlex.quote(url)}\nNETBOX_AUTH_HEADER={shlex.quote(auth)}\n"
+            f"NETBOX_DB={shlex.quote(db)}\nNETBOX_INSTANCE={shlex.quote(name)}\n"
+            f"NETBOX_ADMIN_USER={ADMIN_USER}\nNETBOX_ADMIN_PASSWORD={ADMIN_PASSWORD}\n"
+        )
+        target.chmod(0o600)
+    log(
+        f"NetBox {NETBOX_VERSION} instance '{name}' is up at {url} ({time.monotonic() - t0:.0f}s); "
+        f"log in as {ADMIN_USER}/{ADMIN_PASSWORD}; env in {target.relative_to(REPO)}"
+    )
+
+
+def read_env(path: Path) -> dict[str, str]:
+    """The shell-syntax env file this tool writes, read back."""
+    if not path.exists():
+        return {}
+    return {
+        k: shlex.split(v)[0] if v else ""
+        for k, _, v in (line.partition("=") for line in path.read_text().splitlines() if "=" in line)
+    }
+
+
+def status() -> None:
+    for name in sorted(p.name for p in (STATE / "instances").glob("*") if p.is_dir()):
+        slot_file = instance_dir(name) / "slot.json"
+        if name in INSTANCES:
+            port = INSTANCES[name][0]
+        elif slot_file.exists():
+            port = json.loads(slot_file.read_text())["port"]
+        else:
+            print(f"{name}: no slot allocated")
+            continue
+        alive = (instance_dir(name) / "pids.json").exists()
+        answering = http_ok(f"http://127.0.0.1:{port}/login/")
+        print(f"{name}: pids={'yes' if alive else 'no'} http={'up' if answering else 'down'} port={port}")
+
+
+def manage(name: str, args: Sequence[str]) -> int:
+    ensure_venv()
+    write_config()
+    redis_base = instance_slot(name)[1]
+    env = netbox_env(f"hvsync_netbox_{name}", redis_base, HVSYNC_NETBOX_DEVELOPER="1")
+    return subprocess.run([str(VENV / "bin" / "netbox"), *args], env=env).returncode
+
+
+def run_pytest(args: Sequence[str]) -> int:
+    """pytest inside NetBox's venv (pytest-django) against a fresh clone of the template, dropped after."""
+    ensure_venv()
+    write_config()
+    ensure_template()
+    db = f"hvsync_nbtest_{os.getpid()}"
+    try:
+        prepare_database(db, PYTEST_REDIS_BASE, fresh=True)
+        env = netbox_env(db, PYTEST_REDIS_BASE)
+        ini = PLUGIN_DIR / "tests" / "netbox" / "pytest.ini"
+        argv = [
+            str(VENV / "bin" / "pytest"),
+            "-p",
+            "no:cacheprovider",
+            *(["-c", str(ini)] if ini.exists() else []),
+            "--rootdir",
+            str(REPO),
+            *args,
+        ]
+        return subprocess.run(argv, env=env, cwd=str(REPO)).returncode
+    finally:
+        drop_db(db)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_up = sub.add_parser("up")
+    p_up.add_argument("--name", default="dev")
+    p_up.add_argument("--fresh", action="store_true", help="re-clone the database from the template")
+    p_up.add_argument("--restart", action="store_true", help="restart even when already up (reload code)")
+    p_up.add_argument("--port", type=int)
+    p_up.add_argument("--workers", type=int, default=int(os.environ.get("HVSYNC_NETBOX_WORKERS", "4")))
+    p_down = sub.add_parser("down")
+    p_down.add_argument("--name", default="dev")
+    sub.add_parser("status")
+    p_forget = sub.add_parser("forget")
+    p_forget.add_argument("--name", required=True)
+    sub.add_parser("template")
+    p_manage = sub.add_parser("manage")
+    p_manage.add_argument("--name", default="dev")
+    p_manage.add_argument("args", nargs=argparse.REMAINDER)
+    p_pytest = sub.add_parser("pytest")
+    p_pytest.add_argument("args", nargs=argparse.REMAINDER)
+    ns = parser.parse_args(argv)
+
+    if ns.command == "up":
+        up(ns.name, ns.fresh, ns.restart, ns.port, ns.workers)
+    elif ns.command == "down":
+        stop_instance(ns.name)
+    elif ns.command == "forget":
+        forget(ns.name)
+    elif ns.command == "status":
+        status()
+    elif ns.command == "template":
+        ensure_venv()
+        write_config()
+        ensure_template()
+    elif ns.command == "manage":
+        return manage(ns.name, ns.args)
+    elif ns.command == "pytest":
+        return run_pytest(ns.args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
