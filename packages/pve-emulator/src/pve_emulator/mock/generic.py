@@ -137,6 +137,10 @@ class GenericHandler:
         ident = str(call.params[key])
         parent = op.path[: op.path.rfind("/")]
         store = state.generic.setdefault(concrete(parent, call.params), {})
+        child_key = self._child_var.get(op.path)
+        lists = op.method == "GET" and op.returns.get("type") == "array"
+        if child_key and ident in store and (lists or (op.method == "POST" and _creates(op))):
+            return self._nested(call, own, child_key)
         if op.method == "GET" and (_is_index(op) or op.returns.get("type") == "array"):
             return self._index(op) if _is_index(op) else []
         if op.method == "POST" and ident not in store:
@@ -179,6 +183,22 @@ class GenericHandler:
         elif op.method == "DELETE":
             store.pop(SINGLETON, None)
             state.bump()
+        return self._result(call)
+
+    def _nested(self, call: Call, own: dict[str, Any], child_key: str) -> Any:
+        """An existing item that is itself a collection (a firewall group's rules, an ipset's entries)."""
+        op, state = call.op, call.state
+        children = state.generic.setdefault(concrete(op.path, call.params), {})
+        if op.method == "GET":
+            return [dict(v) for v in children.values()]
+        ident = str(own.get(child_key) if own.get(child_key) is not None else _next_id(children))
+        if ident in children:
+            raise bad_param(child_key, f"'{ident}' already exists")
+        children[ident] = {
+            child_key: _typed_id(ident),
+            **{k: v for k, v in own.items() if k not in _CONTROL and k != child_key},
+        }
+        state.bump()
         return self._result(call)
 
     # -- helpers --------------------------------------------------------------------------------

@@ -10,7 +10,17 @@ import time
 from typing import Any
 
 from pve_emulator.mock.guests import mac_for
-from pve_emulator.mock.state import Acl, ApiToken, ClusterState, Guest, NodeRecord, Snapshot, User, Volume
+from pve_emulator.mock.state import (
+    Acl,
+    ApiToken,
+    ClusterState,
+    Guest,
+    NodeRecord,
+    Snapshot,
+    User,
+    Volume,
+    digest,
+)
 
 DAY = 86400
 EPOCH = 1_767_225_600  # 2026-01-01 00:00:00 UTC: fixed so backup names are stable
@@ -379,7 +389,61 @@ def _demo_extras(state: ClusterState, nodes: list[str], user: str) -> None:
                 duration=5 + k,
                 exitstatus="OK" if k != 4 or n != 2 else "command 'apt-get update' failed: exit code 100",
             )
+    _demo_firewall_and_options(state)
     state.revision = 0
+
+
+def _demo_firewall_and_options(state: ClusterState) -> None:
+    """Cluster firewall (options, two groups, rules, aliases, one ipset) and datacenter options."""
+
+    def keyed(key: str, items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {str(i[key]): {**i, "digest": digest(i)} for i in items}
+
+    def rules(*items: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        return keyed("pos", [{"pos": pos, "enable": 1, **item} for pos, item in enumerate(items)])
+
+    fw = "/cluster/firewall"
+    state.generic[f"{fw}/options"] = {
+        ".": {"enable": 1, "policy_in": "DROP", "policy_out": "ACCEPT", "ebtables": 1}
+    }
+    state.generic[f"{fw}/groups"] = keyed(
+        "group",
+        [{"group": "web", "comment": "HTTP(S) frontends"}, {"group": "mgmt", "comment": "management"}],
+    )
+    state.generic[f"{fw}/groups/web"] = rules(
+        {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "443", "comment": "https"},
+        {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "80", "comment": "http"},
+    )
+    state.generic[f"{fw}/groups/mgmt"] = rules(
+        {"type": "in", "action": "ACCEPT", "source": "+mgmt-nets", "proto": "tcp", "dport": "22"},
+    )
+    state.generic[f"{fw}/rules"] = rules(
+        {"type": "group", "action": "mgmt", "comment": "management access"},
+        {"type": "in", "action": "ACCEPT", "macro": "Ping"},
+        {"type": "in", "action": "ACCEPT", "source": "monitoring", "proto": "tcp", "dport": "9100"},
+    )
+    state.generic[f"{fw}/aliases"] = keyed(
+        "name",
+        [
+            {"name": "gateway", "cidr": "10.10.0.1", "comment": "vmbr0 gateway"},
+            {"name": "monitoring", "cidr": "10.10.0.50", "comment": "prometheus"},
+        ],
+    )
+    state.generic[f"{fw}/ipset"] = keyed("name", [{"name": "mgmt-nets", "comment": "admin networks"}])
+    state.generic[f"{fw}/ipset/mgmt-nets"] = keyed(
+        "cidr",
+        [{"cidr": "10.10.0.0/24", "nomatch": 0}, {"cidr": "192.168.100.0/24", "comment": "vpn"}],
+    )
+    state.generic["/cluster/options"] = {
+        ".": {
+            "keyboard": "en-us",
+            "console": "html5",
+            "email_from": "pve@hvsync-demo.example",
+            "mac_prefix": "BC:24:11",
+            "migration": "type=secure,network=10.10.0.0/24",
+            "ha": "shutdown_policy=conditional",
+        }
+    }
 
 
 def large(
