@@ -1,4 +1,5 @@
-"""Proxmox read routes: cluster status and node list, fetched concurrently from the selected endpoints.
+"""Proxmox read routes, fetched concurrently from the selected endpoints: cluster status, node list, and
+for local reconciliation the cluster firewall, datacenter options and templates (``hv/reads.py``).
 
 Answer: 200 ``{"endpoints": [{endpoint_id, endpoint_name, ok, data | error}]}`` when at least one
 endpoint answered (or none is selected); 502 with the same list and a ``detail`` naming every failed
@@ -19,7 +20,9 @@ from hvsync_backend.api.keys import _AUTH_ERRORS, DetailOut
 from hvsync_backend.auth.dependency import require_api_key
 from hvsync_backend.context import BackendContext
 from hvsync_backend.endpoints.service import HvTarget, UnknownHvEndpoints, aget_hv_targets
+from hvsync_backend.hv.client import ProxmoxClient
 from hvsync_backend.hv.errors import ProxmoxAuthError, ProxmoxError, ProxmoxUnreachable
+from hvsync_backend.hv.reads import Reader, read_datacenter_options, read_firewall, read_templates
 
 router = APIRouter(prefix="/hv", tags=["hv"], dependencies=[Depends(require_api_key)], responses=_AUTH_ERRORS)
 
@@ -84,7 +87,14 @@ def _error(exc: ProxmoxError) -> dict[str, Any]:
     return {"kind": kind, "status": exc.status, "detail": str(exc)}
 
 
-async def _fetch_all(context: BackendContext, raw_ids: str | None, path: str) -> JSONResponse:
+def _get(path: str) -> Reader:
+    async def read(client: ProxmoxClient) -> Any:
+        return await client.get(path)
+
+    return read
+
+
+async def _fetch_all(context: BackendContext, raw_ids: str | None, read: Reader) -> JSONResponse:
     ids = parse_endpoint_ids(raw_ids)
     try:
         targets = await aget_hv_targets(context.registry, ids)
@@ -95,7 +105,7 @@ async def _fetch_all(context: BackendContext, raw_ids: str | None, path: str) ->
         base = {"endpoint_id": target.id, "endpoint_name": target.name}
         try:
             client = await context.proxmox.client_for(target)
-            return {**base, "ok": True, "data": await client.get(path), "error": None}
+            return {**base, "ok": True, "data": await read(client), "error": None}
         except ProxmoxError as exc:
             return {**base, "ok": False, "data": None, "error": _error(exc)}
 
@@ -117,10 +127,30 @@ _READ_RESPONSES: dict[int | str, dict[str, Any]] = {
 @router.get("/cluster/status", response_model=EndpointResultsOut, responses=_READ_RESPONSES)
 async def cluster_status(context: Ctx, hv_endpoint_ids: HvEndpointIds = None) -> JSONResponse:
     """``GET /cluster/status`` of each selected Proxmox endpoint."""
-    return await _fetch_all(context, hv_endpoint_ids, "/cluster/status")
+    return await _fetch_all(context, hv_endpoint_ids, _get("/cluster/status"))
 
 
 @router.get("/nodes/", response_model=EndpointResultsOut, responses=_READ_RESPONSES)
 async def nodes(context: Ctx, hv_endpoint_ids: HvEndpointIds = None) -> JSONResponse:
     """``GET /nodes`` of each selected Proxmox endpoint."""
-    return await _fetch_all(context, hv_endpoint_ids, "/nodes")
+    return await _fetch_all(context, hv_endpoint_ids, _get("/nodes"))
+
+
+@router.get("/cluster/firewall", response_model=EndpointResultsOut, responses=_READ_RESPONSES)
+async def cluster_firewall(context: Ctx, hv_endpoint_ids: HvEndpointIds = None) -> JSONResponse:
+    """Cluster firewall of each selected endpoint: ``data`` is ``{options, groups (each with rules), rules,
+    aliases, ipsets (each with entries)}``."""
+    return await _fetch_all(context, hv_endpoint_ids, read_firewall)
+
+
+@router.get("/cluster/options", response_model=EndpointResultsOut, responses=_READ_RESPONSES)
+async def cluster_options(context: Ctx, hv_endpoint_ids: HvEndpointIds = None) -> JSONResponse:
+    """Datacenter options (``GET /cluster/options``) of each selected endpoint."""
+    return await _fetch_all(context, hv_endpoint_ids, read_datacenter_options)
+
+
+@router.get("/templates", response_model=EndpointResultsOut, responses=_READ_RESPONSES)
+async def templates(context: Ctx, hv_endpoint_ids: HvEndpointIds = None) -> JSONResponse:
+    """QEMU VMs and LXC containers with ``template: 1``: ``data`` is a list of ``{node, vmid, type, name,
+    config}`` (credential-named config keys redacted)."""
+    return await _fetch_all(context, hv_endpoint_ids, read_templates)
