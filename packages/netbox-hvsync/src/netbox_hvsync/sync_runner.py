@@ -17,6 +17,7 @@ from typing import Any
 from core.exceptions import JobFailed
 from core.models import Job
 
+from netbox_hvsync import reconciliation
 from netbox_hvsync.choices import SYNC_STAGES, SYNC_TYPE_ALL, SyncModeChoices
 from netbox_hvsync.core.adoption import recheck_stored_key
 from netbox_hvsync.core.failures import APPLICATION
@@ -71,9 +72,8 @@ STAGE_ROUTES: Mapping[str, str] = {
 }
 assert tuple(STAGE_ROUTES) == SYNC_STAGES
 
-#: Read-only backend routes used for local reconciliation (cluster and nodes).
-RECONCILE_ROUTES: Mapping[str, str] = {"cluster": "/hv/cluster/status", "nodes": "/hv/nodes/"}
-RECONCILE_TIMEOUT = 30.0
+#: Read-only backend routes used for local reconciliation (cluster, nodes, firewall, datacenter, templates).
+RECONCILE_ROUTES: Mapping[str, str] = reconciliation.RECONCILE_ROUTES
 #: Known values shorter than this are not swept by exact match: a one-letter v2 token key (a public
 #: identifier, listed by core as sweepable) would otherwise turn every "k" of every message into
 #: "[redacted]". Credential-like keys and patterns are still redacted by core whatever their length.
@@ -371,45 +371,32 @@ class SyncRun:
         self.save()
 
     def reconcile_locally(self, resolved: ResolvedBackend, scope_csv: str) -> bool:
-        """Cluster and node data of every endpoint in scope, read through the job's backend (never a URL).
+        """Cluster, nodes, firewall, datacenter options and templates of every endpoint in scope, read
+        through the job's backend with its backend ids, never a URL (`netbox_hvsync.reconciliation`).
 
-        The outcome is recorded per endpoint; an endpoint that fails here is a warning, not a stop, because
-        the stages report the same endpoint's failure with more detail."""
+        Recorded per part and endpoint. A failed part is a warning, not a stop (the stages report the same
+        endpoint's failure in more detail), and classifies the reconciliation unsuccessful: a branched job
+        then skips the merge. Template differences with NetBox are logged as warnings; nothing is written."""
         started = time.monotonic()
-        result: dict[str, Any] = {"ok": True, "parts": {}}
-        for part, path in RECONCILE_ROUTES.items():
-            try:
-                answer = call(
-                    resolved.transport,
-                    "GET",
-                    resolved.context.url(path) + f"?hv_endpoint_ids={scope_csv}",
-                    headers=resolved.context.auth_headers(),
-                    timeout=RECONCILE_TIMEOUT,
-                )
-            except TransportError as exc:
-                result["ok"] = False
-                result["parts"][part] = {"ok": False, "error": f"{exc.kind}: backend unreachable"}
-                continue
-            body = answer.body if isinstance(answer.body, Mapping) else {}
-            endpoints = body.get("endpoints") if isinstance(body.get("endpoints"), list) else []
-            per = {
-                str(e.get("endpoint_id")): {"ok": bool(e.get("ok")), "items": len(e.get("data") or [])}
-                for e in endpoints
-                if isinstance(e, Mapping)
-            }
-            ok = answer.status == 200 and all(v["ok"] for v in per.values())
-            result["ok"] = result["ok"] and ok
-            result["parts"][part] = {"ok": ok, "status": answer.status, "endpoints": per}
-        result["duration_ms"] = self._ms(started)
-        self.block["reconciliation"] = redact(result, self.secrets)
-        if not result["ok"]:
-            message = "local reconciliation (cluster/nodes) was unsuccessful for some endpoint(s)"
+        in_scope = [(pk, e) for pk, e in (self.block.get("endpoints") or {}).items() if e.get("backend_id")]
+        pk_of = {int(e["backend_id"]): int(pk) for pk, e in in_scope}
+        names = {int(e["backend_id"]): str(e.get("name") or pk) for pk, e in in_scope}
+        outcome = reconciliation.reconcile(resolved.transport, resolved.context, scope_csv, names, pk_of)
+        record = {**outcome.record(), "duration_ms": self._ms(started)}
+        self.block["reconciliation"] = redact(record, self.secrets)
+        for warning in outcome.warnings:
+            self.logger.warning("local reconciliation: %s", warning)
+        if not outcome.ok:
+            failed = ", ".join(outcome.failed_parts)
+            message = f"local reconciliation was unsuccessful for some endpoint(s): {failed}"
             self.block["warnings"].append(message)
             self.logger.warning(message)
         else:
-            self.logger.info("local reconciliation (cluster/nodes) done in %d ms", result["duration_ms"])
+            self.logger.info(
+                "local reconciliation (%s) done in %d ms", ", ".join(RECONCILE_ROUTES), record["duration_ms"]
+            )
         self.save()
-        return bool(result["ok"])
+        return outcome.ok
 
     def stage_loop(
         self,

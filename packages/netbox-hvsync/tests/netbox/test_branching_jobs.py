@@ -57,9 +57,10 @@ class FakeBackend:
     """The backend's answers the job reads, plus NetBox writes made under the requested branch."""
 
     def __init__(self, hv_row: dict[str, Any], user: Any, *, reconcile_ok: bool = True) -> None:
-        from netbox_hvsync.sync_runner import STAGE_ROUTES
+        from netbox_hvsync.sync_runner import RECONCILE_ROUTES, STAGE_ROUTES
 
         self.stage_of = {path: stage for stage, path in STAGE_ROUTES.items()}
+        self.reconcile_paths = set(RECONCILE_ROUTES.values())
         self.hv_row = hv_row
         self.user = user
         self.reconcile_ok = reconcile_ok
@@ -70,7 +71,7 @@ class FakeBackend:
         path = urlsplit(url).path
         if method == "GET" and path == "/hv/endpoints":
             return FakeResponse(200, [self.hv_row])
-        if method == "GET" and path in ("/hv/cluster/status", "/hv/nodes/"):
+        if method == "GET" and path in self.reconcile_paths:
             entry = {"endpoint_id": BACKEND_ID, "ok": self.reconcile_ok, "data": [{"name": "pve1"}]}
             return FakeResponse(200, {"endpoints": [entry]})
         return FakeResponse(404, {"detail": f"not faked: {method} {path}"})

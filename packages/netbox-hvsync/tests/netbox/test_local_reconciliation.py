@@ -1,0 +1,308 @@
+"""Local reconciliation of a sync job (SPEC 1.B.3, 4.5 step 7, 3.3): cluster, nodes, firewall, datacenter
+options and templates, read through the job's backend with its backend ids, against real NetBox.
+
+The backend is faked at the job's transport seam (as in test_branching_jobs.py) and the preflight is
+stubbed (covered by test_orchestration_jobs.py and the orchestration suite); the job itself, its data,
+its log and the NetBox side of the template comparison are real.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+BACKEND_ID = 7
+FIREWALL = {
+    "options": {"enable": 1, "policy_in": "DROP", "policy_out": "ACCEPT"},
+    "groups": [
+        {"group": "web", "rules": [{"pos": 0}, {"pos": 1}]},
+        {"group": "mgmt", "rules": [{"pos": 0}]},
+    ],
+    "rules": [{"pos": 0}, {"pos": 1}, {"pos": 2}],
+    "aliases": [{"name": "gateway", "cidr": "10.10.0.1"}, {"name": "monitoring", "cidr": "10.10.0.50"}],
+    "ipsets": [{"name": "mgmt-nets", "entries": [{"cidr": "10.10.0.0/24"}, {"cidr": "192.168.100.0/24"}]}],
+}
+OPTIONS = {"keyboard": "en-us", "console": "html5", "mac_prefix": "BC:24:11"}
+TEMPLATES = [
+    {"node": "pve1", "vmid": 900, "type": "lxc", "name": "ct-tpl", "config": {"template": 1}},
+    {"node": "pve1", "vmid": 901, "type": "qemu", "name": "vm-tpl", "config": {"template": 1}},
+]
+
+
+@dataclass
+class FakeResponse:
+    status_code: int
+    body: Any = None
+    lines: list[str] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
+
+    @property
+    def text(self) -> str:
+        return "" if self.body is None else json.dumps(self.body)
+
+    def iter_lines(self) -> Iterator[str]:
+        return iter(self.lines)
+
+    def close(self) -> None:
+        return None
+
+
+def complete_frame(stage: str) -> list[str]:
+    summary = {"created": 0, "updated": 0, "unchanged": 0, "deleted": 0, "failed": 0}
+    payload = {"stage": stage, "ok": True, "summary": summary, "duration_ms": 1, "errors": [], "error": None}
+    return ["event: complete", "id: 1", "data: " + json.dumps(payload), ""]
+
+
+class FakeBackend:
+    """Answers the reconciliation routes like the real backend; `answers` overrides one route."""
+
+    def __init__(self, hv_row: dict[str, Any]) -> None:
+        from netbox_hvsync.sync_runner import STAGE_ROUTES
+
+        self.stage_of = {path: stage for stage, path in STAGE_ROUTES.items()}
+        self.hv_row = hv_row
+        self.data: dict[str, Any] = {
+            "/hv/cluster/status": [{"type": "cluster", "name": "alpha"}, {"type": "node", "name": "pve1"}],
+            "/hv/nodes/": [{"node": "pve1"}],
+            "/hv/cluster/firewall": FIREWALL,
+            "/hv/cluster/options": OPTIONS,
+            "/hv/templates": TEMPLATES,
+        }
+        self.answers: dict[str, Any] = {}
+        self.calls: list[tuple[str, dict[str, list[str]]]] = []
+
+    def request(self, method: str, url: str, **_: Any) -> FakeResponse:
+        from netbox_hvsync.core.transport import TransportError
+
+        parts = urlsplit(url)
+        path = parts.path
+        if method == "GET" and path == "/hv/endpoints":
+            return FakeResponse(200, [self.hv_row])
+        if method == "GET" and path in self.data:
+            self.calls.append((path, parse_qs(parts.query)))
+            answer = self.answers.get(path)
+            if isinstance(answer, Exception):
+                raise answer if isinstance(answer, TransportError) else TransportError(str(answer))
+            if answer is not None:
+                return answer
+            entry = {"endpoint_id": BACKEND_ID, "endpoint_name": "pve-a", "ok": True, "data": self.data[path]}
+            return FakeResponse(200, {"endpoints": [{**entry, "error": None}]})
+        return FakeResponse(404, {"detail": f"not faked: {method} {path}"})
+
+    def open_stream(self, url: str, *, headers: Any, params: dict[str, str]) -> FakeResponse:
+        return FakeResponse(200, lines=complete_frame(self.stage_of[urlsplit(url).path]), headers={})
+
+    def close(self) -> None:
+        return None
+
+
+@pytest.fixture
+def world(hv, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
+    """The conftest's endpoint `pve-a` (backend id 7 at the fake backend), preflight stubbed."""
+    from netbox_hvsync import sync_runner
+    from netbox_hvsync.core.transport import BackendContext
+    from netbox_hvsync.push_service import ResolvedBackend, hv_record
+
+    record = hv_record(hv["endpoint"])
+    hv_row = {
+        "id": BACKEND_ID,
+        "name": f"pve-a {record.identity_suffix}",
+        "domain": record.domain,
+        "port": record.port,
+    }
+    backend = FakeBackend(hv_row)
+    row = SimpleNamespace(pk=1, name="fake-backend")
+    resolved = ResolvedBackend(row, BackendContext("http://backend.invalid", "k" * 40, 1), backend)  # type: ignore[arg-type]
+    monkeypatch.setattr(sync_runner, "resolve_backend", lambda selected=None: resolved)
+    monkeypatch.setattr(sync_runner.SyncRun, "preflight", lambda self, *a: SimpleNamespace(hint=""))
+    return SimpleNamespace(backend=backend, resolved=resolved, **hv)
+
+
+def run(world: SimpleNamespace) -> Any:
+    from core.models import Job
+    from netbox_hvsync.jobs import SyncJob, enqueue_sync
+
+    queued = enqueue_sync(sync_types=["devices"], hv_endpoint_ids=[world.endpoint.pk])
+    SyncJob.handle(queued, sync=queued.data["sync"])
+    return Job.objects.get(pk=queued.pk)
+
+
+def log(job: Any) -> list[tuple[str, str]]:
+    return [(entry["level"], entry["message"]) for entry in job.log_entries]
+
+
+def synced_template(world: SimpleNamespace, name: str, vmid: int, *, flag: bool, tag: bool) -> None:
+    from extras.models import Tag
+    from netbox_hvsync.models import SyncedVirtualMachine
+    from virtualization.models import VirtualMachine
+
+    vm = VirtualMachine.objects.create(name=name, cluster=world.cluster)
+    if tag:
+        vm.tags.add(Tag.objects.get_or_create(name="pve-template", slug="pve-template")[0])
+    SyncedVirtualMachine.objects.create(
+        endpoint=world.endpoint, virtual_machine=vm, node_name="pve1", vmid=vmid, is_template=flag
+    )
+
+
+def test_every_part_is_recorded_per_endpoint_with_the_backend_ids(world):
+    synced_template(world, "ct-tpl", 900, flag=True, tag=False)
+    synced_template(world, "vm-tpl", 901, flag=False, tag=True)  # the tag alone counts
+    job = run(world)
+
+    assert job.status == "completed", job.error
+    rec = job.data["sync"]["reconciliation"]
+    assert rec["ok"] is True and rec["failed_parts"] == [] and rec["duration_ms"] >= 0
+    assert set(rec["parts"]) == {"cluster", "nodes", "firewall", "datacenter", "templates"}  # jsonb: no order
+    key = str(BACKEND_ID)
+    assert rec["parts"]["cluster"]["endpoints"][key] == {"ok": True, "items": 2}
+    assert rec["parts"]["nodes"]["endpoints"][key] == {"ok": True, "items": 1}
+    assert rec["parts"]["firewall"] == {
+        "ok": True,
+        "status": 200,
+        "endpoints": {
+            key: {
+                "ok": True,
+                "enabled": True,
+                "policy_in": "DROP",
+                "policy_out": "ACCEPT",
+                "groups": 2,
+                "group_rules": 3,
+                "rules": 3,
+                "aliases": 2,
+                "ipsets": 1,
+                "ipset_entries": 2,
+            }
+        },
+    }
+    assert rec["parts"]["datacenter"]["endpoints"][key] == {
+        "ok": True,
+        "option_keys": ["console", "keyboard", "mac_prefix"],
+    }
+    assert rec["parts"]["templates"]["endpoints"][key] == {
+        "ok": True,
+        "templates": 2,
+        "vmids": [900, 901],
+        "by_type": {"lxc": 1, "qemu": 1},
+        "missing": [],
+        "extra": [],
+    }
+    # every read carried the job's backend ids, never a URL
+    assert [c[0] for c in world.backend.calls] == [
+        "/hv/cluster/status",
+        "/hv/nodes/",
+        "/hv/cluster/firewall",
+        "/hv/cluster/options",
+        "/hv/templates",
+    ]
+    assert all(q == {"hv_endpoint_ids": [key]} for _, q in world.backend.calls)
+    assert "config" not in json.dumps(rec)  # summaries only, not the raw Proxmox answers
+    assert not [m for level, m in log(job) if level == "warning"]
+    assert any(
+        "local reconciliation (cluster, nodes, firewall, datacenter, templates) done" in m
+        for _, m in log(job)
+    )
+
+
+def test_a_failed_part_is_a_warning_and_classified_unsuccessful(world):
+    world.backend.answers["/hv/cluster/firewall"] = FakeResponse(
+        502,
+        {
+            "detail": "no hv endpoint answered: hv endpoint 7 'pve-a': authentication refused",
+            "endpoints": [
+                {
+                    "endpoint_id": BACKEND_ID,
+                    "endpoint_name": "pve-a",
+                    "ok": False,
+                    "data": None,
+                    "error": {
+                        "kind": "auth",
+                        "status": 403,
+                        "detail": "hv endpoint 7 'pve-a': Permission check failed",
+                    },
+                }
+            ],
+        },
+    )
+    job = run(world)
+
+    # not a stop: the stages ran and the job completed, with the warning recorded
+    assert job.status == "completed", job.error
+    block = job.data["sync"]
+    assert [s["stage"] for s in block["stages"]] == ["devices"]
+    rec = block["reconciliation"]
+    assert rec["ok"] is False and rec["failed_parts"] == ["firewall"]
+    fw = rec["parts"]["firewall"]
+    assert fw["ok"] is False and fw["status"] == 502 and "no hv endpoint answered" in fw["error"]
+    assert fw["endpoints"][str(BACKEND_ID)] == {
+        "ok": False,
+        "error": {"kind": "auth", "status": 403, "detail": "hv endpoint 7 'pve-a': Permission check failed"},
+    }
+    assert all(rec["parts"][p]["ok"] for p in ("cluster", "nodes", "datacenter", "templates"))
+    message = "local reconciliation was unsuccessful for some endpoint(s): firewall"
+    assert message in block["warnings"] and ("warning", message) in log(job)
+
+
+def test_unreachable_backend_for_a_part_and_the_classification(world):
+    """SPEC 3.3: the value `reconcile_locally` returns is what a branched job hands `finish_branch`."""
+    from netbox_hvsync.core.transport import TransportError
+    from netbox_hvsync.sync_runner import SyncRun
+
+    world.backend.answers["/hv/templates"] = TransportError("read timed out", kind="timeout")
+    job = run(world)
+    rec = job.data["sync"]["reconciliation"]
+    assert rec["ok"] is False and rec["failed_parts"] == ["templates"]
+    assert rec["parts"]["templates"] == {"ok": False, "error": "timeout: backend unreachable"}
+
+    sync_run = SyncRun(job, logging.getLogger("test"), {"endpoints": {}})
+    assert sync_run.reconcile_locally(world.resolved, str(BACKEND_ID)) is False
+    del world.backend.answers["/hv/templates"]
+    assert sync_run.reconcile_locally(world.resolved, str(BACKEND_ID)) is True
+
+
+def test_template_comparison_reports_missing_and_extra_without_writing(world):
+    from netbox_hvsync.models import SyncedVirtualMachine
+    from virtualization.models import VirtualMachine
+
+    synced_template(world, "vm-tpl", 901, flag=True, tag=True)
+    synced_template(world, "old-tpl", 950, flag=True, tag=False)  # no longer a template in Proxmox
+    synced_template(world, "plain", 900, flag=False, tag=False)  # 900 is synced, but not as a template
+    before = (VirtualMachine.objects.count(), SyncedVirtualMachine.objects.count())
+    job = run(world)
+
+    assert job.status == "completed", job.error  # a difference is a warning, not a failure
+    rec = job.data["sync"]["reconciliation"]
+    assert rec["ok"] is True
+    entry = rec["parts"]["templates"]["endpoints"][str(BACKEND_ID)]
+    assert entry["missing"] == [900] and entry["extra"] == [950]
+    warnings = [m for level, m in log(job) if level == "warning"]
+    assert (
+        "local reconciliation: templates of pve-a: 1 in Proxmox not synced to NetBox as templates (900 ct-tpl)"
+        in warnings
+    )
+    assert (
+        "local reconciliation: templates of pve-a: 1 synced to NetBox as templates but not templates in "
+        "Proxmox (950)" in warnings
+    )
+    assert (VirtualMachine.objects.count(), SyncedVirtualMachine.objects.count()) == before  # nothing written
+    assert not SyncedVirtualMachine.objects.get(vmid=900).is_template
+
+
+def test_other_endpoints_templates_do_not_count(world):
+    """A template synced for another Proxmox endpoint does not satisfy this endpoint's template."""
+    from netbox_hvsync.models import SyncedVirtualMachine
+    from virtualization.models import VirtualMachine
+
+    vm = VirtualMachine.objects.create(name="elsewhere", cluster=world.cluster)
+    SyncedVirtualMachine.objects.create(endpoint=world.other, virtual_machine=vm, vmid=901, is_template=True)
+    job = run(world)
+    entry = job.data["sync"]["reconciliation"]["parts"]["templates"]["endpoints"][str(BACKEND_ID)]
+    assert entry["missing"] == [900, 901] and entry["extra"] == []
