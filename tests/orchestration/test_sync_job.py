@@ -53,6 +53,26 @@ def test_full_sync_job_runs_every_stage_and_converges(
     # local reconciliation read cluster and nodes through the job's backend
     assert block["reconciliation"]["ok"] is True
     assert block["reconciliation"]["parts"]["nodes"]["endpoints"][str(hv["backend_id"])]["items"] >= 1
+    # ... and the demo cluster's firewall, datacenter options and templates (SPEC 4.5 step 7)
+    parts = block["reconciliation"]["parts"]
+    assert parts["firewall"]["endpoints"][str(hv["backend_id"])] == {
+        "ok": True,
+        "enabled": True,
+        "policy_in": "DROP",
+        "policy_out": "ACCEPT",
+        "groups": 2,
+        "group_rules": 3,
+        "rules": 3,
+        "aliases": 2,
+        "ipsets": 1,
+        "ipset_entries": 2,
+    }
+    assert {"console", "keyboard", "migration"} <= set(
+        parts["datacenter"]["endpoints"][str(hv["backend_id"])]["option_keys"]
+    )
+    templates = parts["templates"]["endpoints"][str(hv["backend_id"])]
+    assert templates["vmids"] == [118, 119] and templates["by_type"] == {"qemu": 2}
+    assert set(templates["missing"]) <= {118, 119} and templates["extra"] == []
 
     # per-endpoint runtime breakdown and progress in the job log
     breakdown = block["runtime"]["endpoints"][str(hv_pk)]
@@ -80,6 +100,12 @@ def test_full_sync_job_runs_every_stage_and_converges(
     assert netbox.count("dcim/devices/", tag="hvsync") == devices
     created = sum((s.get("summary") or {}).get("created", 0) for s in again["data"]["sync"]["stages"])
     assert created == 0
+    # after the first sync every Proxmox template is a NetBox VM synced as a template
+    rerun = again["data"]["sync"]["reconciliation"]
+    assert rerun["ok"] is True
+    templates = rerun["parts"]["templates"]["endpoints"][str(hv["backend_id"])]
+    assert (templates["missing"], templates["extra"]) == ([], [])
+    assert not [m for m in messages(again) if m.startswith("local reconciliation: templates of")]
     # the backend id was stable: the second preflight PUT the same row instead of POSTing a new one
     assert netbox.get(f"{PLUGIN_API}hv-endpoints/{hv_pk}/")["backend_id"] == hv["backend_id"]
 
