@@ -227,7 +227,9 @@ API_TOKEN_PEPPERS = {{1: "{pepper}"}}
 # netbox_branching must be the last plugin; the template database is migrated without hvsync so that
 # the plugin's own migrations are applied to each clone.
 PLUGINS = ["netbox_branching"] if os.environ.get("HVSYNC_NETBOX_CORE_ONLY") else ["netbox_hvsync", "netbox_branching"]
-PLUGINS_CONFIG = {{"netbox_hvsync": {{}}}}
+PLUGINS_CONFIG = {{
+    "netbox_hvsync": {{"stream_read_timeout": float(os.environ.get("HVSYNC_STREAM_READ_TIMEOUT", "120"))}}
+}}
 DEBUG = False
 DEVELOPER = bool(os.environ.get("HVSYNC_NETBOX_DEVELOPER"))
 TIME_ZONE = "UTC"

@@ -19,6 +19,8 @@ if [ -d packages/netbox-hvsync/tests/netbox ] || [ -d tests/e2e ]; then
   echo "== NetBox test instance"
   # stop it however the run ends, so the next run finds its port free
   trap '.venv/bin/python tools/netbox_instance.py down --name test' EXIT
+  # a short stage-stream read timeout (the plugin's default is 120 s) keeps the timeout fault test quick
+  export HVSYNC_STREAM_READ_TIMEOUT=45
   .venv/bin/python tools/netbox_instance.py up --name test --fresh
   export HVSYNC_NETBOX_ENV="$ROOT/.netbox/instances/test/env"
 fi

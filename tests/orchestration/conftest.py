@@ -39,6 +39,9 @@ BIN = REPO / ".venv" / "bin"
 INSTANCE = os.environ.get("HVSYNC_ORCH_INSTANCE", "orch")
 PORT = os.environ.get("HVSYNC_ORCH_PORT", "")
 PLUGIN_API = "plugins/hvsync/"
+#: The stage-stream read timeout of the NetBox instance these tests start (the plugin's
+#: `stream_read_timeout`, 120 s by default; run-tests.sh starts the shared test instance with the same).
+STREAM_READ_TIMEOUT = float(os.environ.setdefault("HVSYNC_STREAM_READ_TIMEOUT", "45"))
 #: Planted secrets: they must never appear in job data, job logs or errors.
 BACKEND_KEY = "orchKEY-" + secrets.token_hex(24)
 

@@ -22,12 +22,13 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length",
 
 @dataclass
 class Fault:
-    kind: str  # status | redirect | no_complete | bad_complete | hang | drop
+    kind: str  # status | redirect | no_complete | bad_complete | hang | stall | drop
     status: int = 200
     body: Any = None
     raw: str | None = None
     seconds: float = 0.0
     times: int | None = None  # None: every time
+    host: str | None = None  # only requests naming this host in `Host:` (None: any host)
 
 
 @dataclass
@@ -57,8 +58,17 @@ class FaultProxy:
         self.faults.clear()
         self.hits.clear()
 
-    def fault_for(self, path: str) -> Fault | None:
-        for prefix, fault in self.faults.items():
+    def set_for_host(self, host: str, path_prefix: str, fault: Fault) -> None:
+        """A fault seen only through one address of the proxy (`localhost` versus `127.0.0.1`)."""
+        fault.host = host
+        self.faults[f"{host} {path_prefix}"] = fault
+
+    def fault_for(self, path: str, host: str = "") -> Fault | None:
+        hostname = host.rsplit(":", 1)[0] if host else ""
+        for key, fault in self.faults.items():
+            prefix = key.split(" ", 1)[1] if fault.host is not None else key
+            if fault.host is not None and fault.host != hostname:
+                continue
             if path.split("?", 1)[0].startswith(prefix):
                 if fault.times is not None:
                     if fault.times <= 0:
@@ -81,7 +91,7 @@ class FaultProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 proxy.hits.append(Hit(self.command, self.path, dict(self.headers), body))
-                fault = proxy.fault_for(self.path)
+                fault = proxy.fault_for(self.path, self.headers.get("Host", ""))
                 if fault is None:
                     self._forward(body)
                 else:
@@ -120,6 +130,15 @@ class FaultProxy:
                 step = (
                     'id: 1\nevent: step\ndata: {"stage": "devices", "phase": "start", "message": "start"}\n\n'
                 )
+                if fault.kind == "stall":  # a stream that starts, then goes silent (no keep-alive)
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    self.wfile.write(step.encode())
+                    self.wfile.flush()
+                    time.sleep(fault.seconds)
+                    self.close_connection = True
+                    return
                 if fault.kind == "no_complete":
                     text = step
                 elif fault.kind == "bad_complete":

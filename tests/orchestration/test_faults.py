@@ -173,3 +173,22 @@ def test_health_timeout_is_a_bounded_warning_not_a_stop(
     assert "did not answer within the wait budget" in phases[0]["message"]
     assert any("did not answer within the wait budget" in e["message"] for e in job["log_entries"])
     assert job["data"]["sync"]["preflight"]["duration_ms"] < 20_000  # a ceiling, not a hang
+
+
+def test_a_silent_stage_stream_times_out_as_transport(
+    netbox: NetBox, plugin: Plugin, faults: FaultProxy
+) -> None:
+    """A stream that starts and then sends nothing (not even the backend's 15 s keep-alive) fails after the
+    plugin's `stream_read_timeout`, as a transport timeout, without waiting for the stream to end."""
+    from conftest import STREAM_READ_TIMEOUT
+
+    stall = STREAM_READ_TIMEOUT + 30
+    faults.set(DEVICES, Fault("stall", seconds=stall))
+    job = run_devices(netbox)
+    assert job["status"]["value"] == "failed"
+    stage = failed_stage(job)
+    assert stage["failure_kind"] == "transport", stage
+    assert len(stage["attempts"]) == 1, "a timeout is not retried (only statuses >= 500 are)"
+    assert "timeout" in stage["attempts"][0]["detail"].lower(), stage["attempts"][0]
+    assert STREAM_READ_TIMEOUT - 1 <= stage["attempts"][0]["elapsed_s"] < stall, stage["attempts"][0]
+    assert_no_secrets(job, plugin.planted)

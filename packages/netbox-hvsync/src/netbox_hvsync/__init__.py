@@ -22,7 +22,7 @@ if PluginConfig is not None:
         base_url = "hvsync"
         min_version = "4.5.8"
         max_version = "4.7.99"
-        default_settings: dict = {"encryption_key": ""}
+        default_settings: dict = {"encryption_key": "", "stream_read_timeout": 120}
 
         def ready(self) -> None:
             super().ready()

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import requests
+import urllib3
 
 from netbox_hvsync.core.transport import TransportError
 
@@ -26,6 +27,9 @@ def _kind(exc: requests.RequestException) -> str:
         return "tls"
     if isinstance(exc, requests.exceptions.Timeout):
         return "timeout"
+    # requests reports a read timeout *while streaming* as a ConnectionError wrapping urllib3's error
+    if any(isinstance(arg, urllib3.exceptions.ReadTimeoutError) for arg in exc.args):
+        return "timeout"
     return "connection"
 
 
@@ -39,10 +43,11 @@ def _reason(exc: BaseException) -> str:
 
 
 class StreamingResponse:
-    """A streamed answer whose line iterator turns mid-stream network failures into a clean end.
+    """A streamed answer whose line iterator turns mid-stream network failures into `TransportError`.
 
-    A stream that breaks before `complete` is then judged by core as "ended without complete"
-    (a transport failure); the break itself is remembered in `broken`.
+    Core then judges the stream "interrupted before complete" with the failure's kind (`timeout` when no
+    chunk arrived within the read timeout, `connection` when the connection broke); the break is also
+    remembered in `broken`.
     """
 
     def __init__(self, response: requests.Response) -> None:
@@ -64,6 +69,7 @@ class StreamingResponse:
             yield from self._response.iter_lines(chunk_size=8192)
         except requests.RequestException as exc:
             self.broken = _reason(exc)
+            raise TransportError(f"reading the stream: {self.broken}", kind=_kind(exc)) from None
         finally:
             self._response.close()
 
@@ -74,7 +80,8 @@ class StreamingResponse:
 class RequestsTransport:
     """`core.transport.Transport` over one `requests.Session` with TLS verification bound at build time."""
 
-    def __init__(self, *, verify_ssl: bool) -> None:
+    def __init__(self, *, verify_ssl: bool, read_timeout: float = STREAM_READ_TIMEOUT) -> None:
+        self.read_timeout = read_timeout
         self.session = requests.Session()
         self.session.verify = verify_ssl
         self.session.trust_env = False  # no proxy or netrc credentials from the worker's environment
@@ -105,7 +112,7 @@ class RequestsTransport:
                 url,
                 headers=dict(headers),
                 params=dict(params),
-                timeout=(STREAM_CONNECT_TIMEOUT, STREAM_READ_TIMEOUT),
+                timeout=(STREAM_CONNECT_TIMEOUT, self.read_timeout),
                 allow_redirects=False,
                 stream=True,
             )

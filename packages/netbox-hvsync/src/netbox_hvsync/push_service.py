@@ -12,14 +12,14 @@ import hashlib
 import hmac
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import DatabaseError
 
-from netbox_hvsync.backend_http import RequestsTransport
+from netbox_hvsync.backend_http import STREAM_READ_TIMEOUT, RequestsTransport
 from netbox_hvsync.core.fingerprints import credential_fingerprint
 from netbox_hvsync.core.grants import next_grant_confirmed
 from netbox_hvsync.core.push import (
@@ -37,6 +37,8 @@ from netbox_hvsync.models import BackendEndpoint, HvEndpoint, InventoryEndpoint
 logger = logging.getLogger("netbox_hvsync.push")
 
 FINGERPRINT_INFO = b"netbox-hvsync fingerprint"
+#: Below twice the backend's 15 s keep-alive interval a healthy but busy stage could time out.
+MIN_STREAM_READ_TIMEOUT = 30
 
 
 def fingerprint_key() -> bytes:
@@ -98,13 +100,53 @@ def backend_target(backend: BackendEndpoint) -> CanonicalTarget:
     return canonicalize_target(ip, backend.port, field="ip_address", default_scheme="http")
 
 
+def backend_candidates(backend: BackendEndpoint) -> list[CanonicalTarget]:
+    """Every address of one backend, hostname first (SPEC 6.2, 7.3): its URL, then its IP address.
+
+    The IP candidate takes the URL's scheme and port, so both candidates name the same service; a row
+    with only one of the two has one candidate. Raises TargetError naming the field for a bad value."""
+    first = backend_target(backend)
+    ip = _ip_text(backend) if backend.url else None
+    if not ip:
+        return [first]
+    second = canonicalize_target(ip, first.port, field="ip_address", default_scheme=first.scheme)
+    return [first] if second.base_url == first.base_url else [first, second]
+
+
 @dataclass(frozen=True)
 class ResolvedBackend:
-    """A usable backend endpoint: its row, the request context and a transport bound to its TLS policy."""
+    """A usable backend endpoint: its row, the request context and a transport bound to its TLS policy.
+
+    `candidates` holds one context per address of the backend (hostname, then IP); `context` is the one
+    in use. Jobs switch to another candidate when the one in use cannot be reached."""
 
     row: BackendEndpoint
     context: BackendContext
     transport: RequestsTransport
+    candidates: tuple[BackendContext, ...] = field(default=())
+
+    @property
+    def all_candidates(self) -> tuple[BackendContext, ...]:
+        return self.candidates or (self.context,)
+
+    def using(self, context: BackendContext) -> ResolvedBackend:
+        return replace(self, context=context)
+
+
+def stream_read_timeout() -> float:
+    """`PLUGINS_CONFIG["netbox_hvsync"]["stream_read_timeout"]`: seconds to wait for the next chunk of a
+    stage stream (the backend sends a keep-alive every 15 s, so keep it well above that)."""
+    from netbox.plugins import get_plugin_config
+
+    value = get_plugin_config("netbox_hvsync", "stream_read_timeout", STREAM_READ_TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < MIN_STREAM_READ_TIMEOUT:
+        logger.warning(
+            "stream_read_timeout must be a number of seconds >= %s; using %s",
+            MIN_STREAM_READ_TIMEOUT,
+            STREAM_READ_TIMEOUT,
+        )
+        return STREAM_READ_TIMEOUT
+    return float(value)
 
 
 def usable_backends(selected_id: int | None = None) -> Iterable[BackendEndpoint]:
@@ -118,15 +160,18 @@ def resolve_backend(selected_id: int | None = None) -> ResolvedBackend | None:
     A row whose key cannot be decrypted or whose target does not canonicalize is not usable (B1)."""
     for row in usable_backends(selected_id):
         try:
-            target = backend_target(row)
+            targets = backend_candidates(row)
             key = row.token
         except (TargetError, CredentialDecryptionError) as exc:
             logger.warning("backend endpoint %s is not usable: %s", row.pk, type(exc).__name__)
             continue
         if not key:
             continue
-        ctx = BackendContext(base_url=target.base_url, api_key=key, backend_endpoint_id=row.pk)
-        return ResolvedBackend(row, ctx, RequestsTransport(verify_ssl=row.verify_ssl))
+        contexts = tuple(
+            BackendContext(base_url=t.base_url, api_key=key, backend_endpoint_id=row.pk) for t in targets
+        )
+        transport = RequestsTransport(verify_ssl=row.verify_ssl, read_timeout=stream_read_timeout())
+        return ResolvedBackend(row, contexts[0], transport, contexts)
     return None
 
 

@@ -18,6 +18,7 @@ from core.exceptions import JobFailed
 from core.models import Job
 
 from netbox_hvsync import reconciliation
+from netbox_hvsync.candidate_failover import probe_candidates, run_on_candidates
 from netbox_hvsync.choices import SYNC_STAGES, SYNC_TYPE_ALL, SyncModeChoices
 from netbox_hvsync.core.adoption import recheck_stored_key
 from netbox_hvsync.core.failures import APPLICATION
@@ -237,6 +238,7 @@ class SyncRun:
         resolved = resolve_backend(self.block.get("backend_endpoint_id"))
         if resolved is not None:
             self.secrets.append(resolved.context.api_key)
+            resolved = self.pick_candidate(resolved)
         try:
             report = self.preflight(resolved, inventory_records, hv_records)
             assert resolved is not None  # the preflight raises B1 otherwise
@@ -253,6 +255,20 @@ class SyncRun:
         finally:
             if resolved is not None:
                 resolved.transport.close()
+
+    def pick_candidate(self, resolved: ResolvedBackend) -> ResolvedBackend:
+        """Hostname first, then IP (SPEC 6.2): use the first address of the backend that answers."""
+        picked, probes = probe_candidates(resolved)
+        if probes:
+            self.block["backend_candidates"] = probes
+            if picked.context != resolved.context:
+                self.logger.warning(
+                    "backend %s did not answer at %s; using %s",
+                    resolved.row.pk,
+                    resolved.context.base_url,
+                    picked.context.base_url,
+                )
+        return picked
 
     def preflight(self, resolved: ResolvedBackend | None, inventory_records: list, hv_records: list) -> Any:
         started = time.monotonic()
@@ -410,6 +426,7 @@ class SyncRun:
         runtime: dict[str, Any] = self.block["runtime"].setdefault("endpoints", {})
         records: list[StageRecord] = []
         failures: list[str] = []
+        transport = resolved.transport
         for index, stage in enumerate(stages, 1):
             self.logger.info("stage %d/%d %s: started", index, len(stages), stage)
             timer = StepTimer()
@@ -422,16 +439,20 @@ class SyncRun:
                     problems += 1
                     self.logger.warning("stage %s: %s", stage, str(step.get("message") or "")[:300])
 
-            url = resolved.context.url(STAGE_ROUTES[stage])
+            def run_one(ctx: BackendContext, stage: str = stage, on_step: Any = on_step) -> StageRun:
+                url = ctx.url(STAGE_ROUTES[stage])
+                return run_stage(
+                    stage,
+                    lambda: transport.open_stream(url, headers=ctx.auth_headers(), params=params),
+                    known_secrets=self.secrets,
+                    on_step=on_step,
+                )
+
             stage_started = time.monotonic()
-            run: StageRun = run_stage(
-                stage,
-                lambda url=url: resolved.transport.open_stream(
-                    url, headers=resolved.context.auth_headers(), params=params
-                ),
-                known_secrets=self.secrets,
-                on_step=on_step,
-            )
+            run, answered, tried = run_on_candidates(resolved, run_one)
+            if answered != resolved.context:
+                self.logger.warning("stage %s: switched the backend address to %s", stage, answered.base_url)
+                resolved = resolved.using(answered)
             elapsed = self._ms(stage_started)
             # Endpoints of one stage run concurrently in the backend: an endpoint named by the stage's
             # frames gets its measured span, the others the stage's wall time (they were in it throughout).
@@ -440,6 +461,8 @@ class SyncRun:
                 slot = runtime.setdefault(str(pk), {"backend_id": backend_id, "stages_ms": {}})
                 slot["stages_ms"][stage] = measured.get(backend_id, elapsed)
             entry = self._stage_entry(run, elapsed)
+            if tried:
+                entry["candidates"] = tried
             self.block["stages"].append(entry)
             records.extend(StageRecord(pk, stage, ran=True) for pk in resolution.scope_map)
             if run.ok:

@@ -210,6 +210,21 @@ def test_schedule_creates_core_job_with_sync_block(api, hv):
     assert selected.json()["data"]["sync"]["sync_types"] == ["all"]
 
 
+def test_schedule_survives_a_job_id_sequence_that_fell_behind(api, hv, caplog):
+    """A core_job id sequence behind the highest id (seen once in CI) must not turn scheduling into a 500."""
+    from django.db import connection
+
+    first, _, taken = job(status="completed"), job(status="completed"), job(status="completed")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT setval('core_job_id_seq', %s)", [first.pk - 1])  # the next 3 ids collide
+    response = api.post(API + "sync/schedule/", {"sync_types": ["devices"]}, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["id"] == taken.pk + 1
+    assert "advanced the id sequence past the highest id" in caplog.text
+    again = api.post(API + "sync/schedule/", {"sync_types": ["devices"]}, format="json")
+    assert again.status_code == 201 and again.json()["id"] == response.json()["id"] + 1
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
