@@ -16,6 +16,7 @@ from hvsync_backend.context import BackendContext
 from hvsync_backend.endpoints.service import UnknownHvEndpoints
 from hvsync_backend.sse.runs import Run, RunRegistry
 from hvsync_backend.sync import bootstrap
+from hvsync_backend.sync import individual as individual_sync
 from hvsync_backend.sync.engine import Stage
 from hvsync_backend.sync.options import OptionError, SyncOptions
 from hvsync_backend.sync.runner import execute
@@ -26,15 +27,6 @@ router = APIRouter(tags=["sync"], dependencies=[Depends(require_api_key)])
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 KEEPALIVE_SECONDS = 15.0
-INDIVIDUAL_STAGES = {
-    "cluster": ("devices",),
-    "node": ("devices", "network-interfaces"),
-    "vm": ("devices", "virtual-machines", "vm-disks", "vm-interfaces", "ip-addresses"),
-    "storage": ("devices", "storage"),
-    "backup": ("devices", "storage", "virtual-machines", "vm-backups"),
-    "snapshot": ("devices", "virtual-machines", "vm-snapshots"),
-    "task-history": ("devices", "storage", "virtual-machines", "task-history"),
-}
 
 
 def _runs(request: Request) -> RunRegistry:
@@ -143,21 +135,24 @@ async def full_update(
 
 @router.post("/sync/individual/{kind}")
 async def individual(kind: str, request: Request, context: Ctx) -> JSONResponse:
-    """Sync one object and what it depends on. Query: `vmid` (vm, backup, snapshot, task-history),
-    `node` (node), plus the scope parameters. 200 ok; 404 object not in Proxmox; 424 object failed."""
-    if kind not in INDIVIDUAL_STAGES:
-        raise HTTPException(404, f"unknown individual sync kind {kind!r}; one of {sorted(INDIVIDUAL_STAGES)}")
-    extra: dict[str, Any] = {"partial": True, "delete_stale": False}
-    vmid = request.query_params.get("vmid")
-    if kind in ("vm", "backup", "snapshot", "task-history"):
-        if not vmid or not vmid.isdigit():
-            raise HTTPException(
-                422, [{"type": "value_error", "loc": ["query", "vmid"], "msg": "vmid (integer) is required"}]
-            )
-        extra["only_vmids"] = frozenset({int(vmid)})
-    options = _options(request, **extra)
-    by_slug = {s.slug: s for s in STAGES}
-    stages = [by_slug[slug] for slug in INDIVIDUAL_STAGES[kind]]
+    """Sync one object and what it depends on (docs/sync.md "Selected-object syncs"). Query: `node`
+    (node), `storage` (storage), `vmid` (vm, backup, snapshot), `volid` (backup), `name` (snapshot),
+    `upid` or `vmid` (task-history), plus the scope parameters. 200 ok; 404 object not in Proxmox;
+    422 bad or missing query field; 424 object failed in NetBox; 502 NetBox or Proxmox failed."""
+    if kind not in individual_sync.KINDS:
+        raise HTTPException(
+            404, f"unknown individual sync kind {kind!r}; one of {sorted(individual_sync.KINDS)}"
+        )
+    try:
+        selection = individual_sync.select(kind, request.query_params)
+    except individual_sync.SelectionError as exc:
+        raise HTTPException(
+            422, [{"type": "value_error", "loc": ["query", exc.field], "msg": exc.message}]
+        ) from None
+    options = _options(
+        request, partial=True, delete_stale=False, only_vmids=selection.only_vmids, focus=selection.focus
+    )
+    stages = selection.stages
     frames: list[dict[str, Any]] = []
 
     async def emit(event: str, data: dict[str, Any]) -> None:
@@ -179,16 +174,9 @@ async def individual(kind: str, request: Request, context: Ctx) -> JSONResponse:
         emit=emit,
     )
     result["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
-    if (
-        kind == "vm"
-        and result["ok"]
-        and not any(
-            row["summary"]["total"] for row in result.get("stages", []) if row["stage"] == "virtual-machines"
-        )
-    ):
-        return JSONResponse(
-            {**result, "ok": False, "detail": f"vmid {vmid} not found in scope"}, status_code=404
-        )
+    wanted, detail = selection.must_find
+    if result["ok"] and not individual_sync.found_totals(frames).get(wanted):
+        return JSONResponse({**result, "ok": False, "detail": detail}, status_code=404)
     if not result["ok"]:
         error = result.get("error") or {}
         status = (

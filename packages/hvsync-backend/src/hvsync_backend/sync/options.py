@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hvsync_backend.sync.focus import Focus
+
 _TRUE = {"1", "true", "yes", "on", "enabled", "enable", "always"}
 _FALSE = {"0", "false", "no", "off", "disabled", "disable", "never"}
 
@@ -57,6 +59,8 @@ class SyncOptions:
     #: Selected-object runs: only these guests (None: all); never deletes, ignores objects not selected.
     only_vmids: frozenset[int] | None = None
     partial: bool = False
+    #: Selected-object runs: the one object (node, storage, backup, snapshot, task) and its dependencies.
+    focus: Focus | None = None
 
     @classmethod
     def from_query(cls, query: dict[str, str], *, site_name: str = "Proxmox VE") -> SyncOptions:

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hvsync_backend.sync.engine import SyncContext, known_ids
+from hvsync_backend.inventory.errors import NetBoxError
+from hvsync_backend.sync.engine import Counts, Stage, SyncContext, known_ids, run_kind
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 from hvsync_backend.sync.reconcile import Desired
 from hvsync_backend.sync.stages.devices import clusters
+from hvsync_backend.sync.stages.focused import focus_nodes, ids_with_existing, node_allowed
 from hvsync_backend.sync.stages.guests import guests, vm_key
 from hvsync_backend.sync.stages.plugin_records import (
     BASE,
@@ -58,12 +61,16 @@ class BackupKind(NaturalKind):
         vm_ids = await known_ids(ctx, VirtualMachineKind())
         in_scope = await guests(ctx)
 
+        focus = ctx.options.focus
+
         async def read(source: HvSource, reader: ProxmoxReader) -> list[tuple[str, dict[str, Any]]]:
             data = facts.get(source.backend_id) or {"config": [], "per_node": {}}
             calls = []
             for entry in data["config"]:
                 name = str(entry.get("storage") or "")
                 if "backup" not in str(entry.get("content") or "").split(","):
+                    continue
+                if focus is not None and not focus.allows(focus.storages, name):
                     continue
                 nodes = [
                     n for n, rows in data["per_node"].items() if any(r.get("storage") == name for r in rows)
@@ -85,6 +92,8 @@ class BackupKind(NaturalKind):
                 storage_id = storage_ids.get(storage_key)
                 volid = str(row.get("volid") or "")
                 if not volid or (storage_id is None and not ctx.options.dry_run):
+                    continue
+                if focus is not None and not focus.allows(focus.volids, volid):
                     continue
                 vmid = int(row["vmid"]) if str(row.get("vmid") or "").isdigit() else None
                 if ctx.options.only_vmids is not None and vmid not in ctx.options.only_vmids:
@@ -136,12 +145,17 @@ class TaskKind(NaturalKind):
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
         pks = await plugin_endpoints(ctx)
         infos = await clusters(ctx)
-        hv_nodes = await known_ids(ctx, PluginNodeKind())
+        hv_nodes = await ids_with_existing(ctx, PluginNodeKind())
         vm_ids = await known_ids(ctx, VirtualMachineKind())
+        focus = ctx.options.focus
+        upids = focus.upids if focus is not None else None
+        # selected tasks: only the nodes their UPIDs name (a guest's tasks may be on any node)
+        allowed = await focus_nodes(ctx) if upids else None
 
         async def read(source: HvSource, reader: ProxmoxReader) -> list[tuple[str, dict[str, Any]]]:
             info = infos.get(source.backend_id)
             names = [n.name for n in info.nodes if n.online] if info else []
+            names = [n for n in names if node_allowed(allowed, source, n)]
             answers = await asyncio.gather(
                 *(reader.get(f"nodes/{n}/tasks", {"limit": TASK_LIMIT}) for n in names)
             )
@@ -159,7 +173,10 @@ class TaskKind(NaturalKind):
                     continue
                 target = str(row.get("id") or "")
                 vmid = int(target) if target.isdigit() else None
-                if ctx.options.only_vmids is not None and vmid not in ctx.options.only_vmids:
+                if upids is not None:
+                    if upid not in upids:
+                        continue  # selected tasks: by UPID (a node task has no VMID)
+                elif ctx.options.only_vmids is not None and vmid not in ctx.options.only_vmids:
                     continue
                 key = f"{source.identity}|task|{upid}"
                 payload = {
@@ -176,3 +193,82 @@ class TaskKind(NaturalKind):
                 }
                 out[key] = Desired(key, upid, payload)
         return out
+
+
+#: Retention of task-history rows Proxmox no longer lists (docs/sync.md "Task history retention").
+TASK_RETENTION_DAYS = 30
+
+
+def _started_before(value: Any, cutoff: datetime) -> bool:
+    if not value:
+        return False
+    try:
+        started = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return (started if started.tzinfo else started.replace(tzinfo=UTC)) < cutoff
+
+
+async def prune_tasks(ctx: SyncContext, counts: Counts, kind: TaskKind) -> None:
+    """Delete managed task rows Proxmox no longer lists that started more than TASK_RETENTION_DAYS ago.
+
+    Proxmox keeps a bounded task log per node; without this the NetBox table would only grow. Rows of
+    an endpoint that failed to read, rows hvsync did not write (no `hvsync` tag) and every row in a
+    selected-object run are kept."""
+    if ctx.options.partial:
+        return
+    listed = set(ctx.ids.get(kind.name, {}))
+    cutoff = datetime.now(UTC) - timedelta(days=TASK_RETENTION_DAYS)
+    current = await kind.current(ctx)
+    old = [
+        c
+        for c in current.values()
+        if c.key not in listed
+        and ctx.source_of(c.key) not in ctx.failed_endpoints
+        and _started_before(c.data.get("starttime"), cutoff)
+    ]
+    part = Counts()
+    if ctx.options.dry_run:
+        part.deleted = len(old)
+        ctx.plans.extend(
+            {
+                "kind": kind.name,
+                "action": "delete",
+                "key": c.key,
+                "object": c.label,
+                "id": c.id,
+                "reason": "retention",
+            }
+            for c in old
+        )
+    elif old:
+        results = await ctx.netbox.bulk_delete(kind.path, [c.id for c in old])
+        for gone, result in zip(old, results, strict=True):
+            if isinstance(result, NetBoxError):
+                part.failed += 1
+                await ctx.problem(result.as_problem(gone.label), f"task {gone.label}: delete failed")
+            else:
+                part.deleted += 1
+    counts.add(part)
+    await ctx.step(
+        "write",
+        f"task: {part.deleted} row(s) older than {TASK_RETENTION_DAYS} days and no longer listed by Proxmox removed",
+        counts=part.as_dict(),
+    )
+
+
+class TaskHistoryStage(Stage):
+    """task-history: the node task lists, then the retention bound (`prune_tasks`)."""
+
+    def __init__(self, slug: str, route: str, title: str) -> None:
+        super().__init__(slug, route, [TaskKind()], title)
+
+    async def run(self, ctx: SyncContext) -> tuple[Counts, bool]:
+        ctx.stage = self.slug
+        counts = Counts()
+        await ctx.step("start", f"{self.title}: starting", counts=counts.as_dict())
+        for kind in self.kinds:
+            await run_kind(kind, ctx, counts)
+        await prune_tasks(ctx, counts, self.kinds[0])  # type: ignore[arg-type]
+        await ctx.step("done", f"{self.title}: done", counts=counts.as_dict())
+        return counts, False

@@ -7,6 +7,7 @@ from typing import Any
 from hvsync_backend.sync.engine import KEY_FIELD, Kind, SyncContext, known_ids
 from hvsync_backend.sync.proxmox import ClusterInfo, HvSource, ProxmoxReader
 from hvsync_backend.sync.reconcile import Desired
+from hvsync_backend.sync.stages.focused import focus_nodes, node_allowed
 from hvsync_backend.sync.support import ensure, prefetch_support, slugify
 
 CLUSTER_TYPE = ("Proxmox VE", "proxmox-ve")
@@ -116,6 +117,7 @@ class DeviceKind(Kind):
             if key:
                 taken[((row.get("site") or {}).get("id"), str(row.get("name")))] = key
         cluster_ids = await known_ids(ctx, ClusterKind())
+        allowed = await focus_nodes(ctx)
         out: dict[str, Desired] = {}
         for source in sorted(ctx.sources, key=lambda s: s.identity):
             info = infos.get(source.backend_id)
@@ -123,6 +125,8 @@ class DeviceKind(Kind):
                 continue
             site = await site_id(ctx, source)
             for node in info.nodes:
+                if not node_allowed(allowed, source, node.name):
+                    continue  # selected-object run: only the nodes its object lives on
                 key = node_key(source, node.name)
                 name = node.name
                 owner = taken.get((site, name))

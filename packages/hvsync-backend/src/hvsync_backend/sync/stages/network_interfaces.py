@@ -11,6 +11,7 @@ from hvsync_backend.sync.engine import Kind, SyncContext, known_ids
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 from hvsync_backend.sync.reconcile import Desired
 from hvsync_backend.sync.stages.devices import DeviceKind, clusters, node_key
+from hvsync_backend.sync.stages.focused import focus_nodes, node_allowed
 
 TYPES = {
     "bridge": "bridge",
@@ -32,10 +33,12 @@ async def node_networks(ctx: SyncContext) -> dict[int, dict[str, list[dict[str, 
     """endpoint -> node -> interfaces (cached for the run)."""
     if "node_networks" not in ctx.cache:
         infos = await clusters(ctx)
+        allowed = await focus_nodes(ctx)
 
         async def read(source: HvSource, reader: ProxmoxReader) -> dict[str, list[dict[str, Any]]]:
             info = infos.get(source.backend_id)
             names = [n.name for n in info.nodes if n.online] if info else []
+            names = [n for n in names if node_allowed(allowed, source, n)]
             lists = await asyncio.gather(*(reader.get(f"nodes/{n}/network") for n in names))
             return {n: list(rows or []) for n, rows in zip(names, lists, strict=True)}
 

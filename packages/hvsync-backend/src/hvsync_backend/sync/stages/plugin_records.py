@@ -17,6 +17,7 @@ from hvsync_backend.sync.engine import MANAGED_TAG, Kind, SyncContext, known_ids
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 from hvsync_backend.sync.reconcile import Current, Desired
 from hvsync_backend.sync.stages.devices import ClusterKind, DeviceKind, cluster_key, clusters, node_key
+from hvsync_backend.sync.stages.focused import focus_nodes, ids_with_existing, node_allowed
 
 BASE = "plugins/hvsync"
 _INV = re.compile(r"\(inv:(\d+)\)\s*$")
@@ -132,12 +133,15 @@ class PluginNodeKind(NaturalKind):
         infos = await clusters(ctx)
         hv_clusters = await known_ids(ctx, PluginClusterKind())
         device_ids = await known_ids(ctx, DeviceKind())
+        allowed = await focus_nodes(ctx)
         out: dict[str, Desired] = {}
         for source in ctx.sources:
             info, parent = infos.get(source.backend_id), hv_clusters.get(f"{source.identity}|hvcluster")
             if info is None or parent is None:
                 continue
             for node in info.nodes:
+                if not node_allowed(allowed, source, node.name):
+                    continue
                 key = f"{source.identity}|hvnode|{node.name}"
                 payload = {
                     "cluster": parent,
@@ -197,7 +201,8 @@ class PluginStorageKind(NaturalKind):
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
         facts = await storage_facts(ctx)
         hv_clusters = await known_ids(ctx, PluginClusterKind())
-        hv_nodes = await known_ids(ctx, PluginNodeKind())
+        hv_nodes = await ids_with_existing(ctx, PluginNodeKind())
+        focus = ctx.options.focus
         out: dict[str, Desired] = {}
         for source in ctx.sources:
             parent = hv_clusters.get(f"{source.identity}|hvcluster")
@@ -206,7 +211,7 @@ class PluginStorageKind(NaturalKind):
                 continue
             for entry in data["config"]:
                 name = str(entry.get("storage") or "")
-                if not name:
+                if not name or (focus is not None and not focus.allows(focus.storages, name)):
                     continue
                 reports = {
                     n: next((r for r in rows if r.get("storage") == name), None)

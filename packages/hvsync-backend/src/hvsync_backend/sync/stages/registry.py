@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hvsync_backend.sync.engine import Stage
-from hvsync_backend.sync.stages.backups_tasks import BackupKind, TaskKind
+from hvsync_backend.sync.stages.backups_tasks import BackupKind, TaskHistoryStage
 from hvsync_backend.sync.stages.devices import ClusterKind, DeviceKind
 from hvsync_backend.sync.stages.ip_addresses import IPAddressKind, PrimaryIPKind
 from hvsync_backend.sync.stages.jobs import BackupRoutineKind, ReplicationKind
@@ -34,7 +34,7 @@ def build_stages() -> list[Stage]:
             [VirtualMachineKind()],
             "Virtual machines",
         ),
-        Stage("task-history", "/plugins/hvsync/task-history/create/stream", [TaskKind()], "Task history"),
+        TaskHistoryStage("task-history", "/plugins/hvsync/task-history/create/stream", "Task history"),
         Stage(
             "vm-disks", "/virtualization/virtual-disks/create/stream", [VirtualDiskKind()], "Virtual disks"
         ),

@@ -41,11 +41,12 @@ class VLANGroupKind(Kind):
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
         infos = await clusters(ctx)
         cluster_ids = await known_ids(ctx, ClusterKind())
+        in_scope = await guests(ctx) if ctx.options.only_vmids is not None else None
         out: dict[str, Desired] = {}
         for source in ctx.sources:
             info = infos.get(source.backend_id)
-            if info is None:
-                continue
+            if info is None or (in_scope is not None and not in_scope.get(source.backend_id)):
+                continue  # a selected-VM run writes the group only for an endpoint holding its guest
             key = group_key(source)
             name = f"{info.name} VLANs ({source.identity})"
             payload = {

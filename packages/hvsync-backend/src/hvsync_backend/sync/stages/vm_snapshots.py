@@ -61,6 +61,9 @@ class SnapshotKind(Kind):
                 if vm_id is None and not ctx.options.dry_run:
                     continue
                 for snap in found.get(source.backend_id, {}).get(guest.vmid, []):
+                    focus = ctx.options.focus
+                    if focus is not None and not focus.allows(focus.snapshots, str(snap["name"])):
+                        continue
                     key = f"{vm_key(source, guest.vmid)}|snap|{snap['name']}"
                     payload = {
                         "virtual_machine": vm_id,
