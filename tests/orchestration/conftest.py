@@ -31,7 +31,7 @@ from fault_proxy import FaultProxy
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
-from netbox_instance import read_env  # noqa: E402 - the env file's one reader, beside its writer
+from netbox_instance import env_file, read_env  # noqa: E402 - the env file's one reader, beside its writer
 
 BIN = REPO / ".venv" / "bin"
 #: Our own NetBox instance; tools/netbox_instance.py gives every instance its own port and Redis
@@ -121,7 +121,7 @@ def netbox() -> Iterator[NetBox]:
             check=True,
             timeout=1800,
         )
-        env = read_env(REPO / ".netbox" / "instances" / INSTANCE / "env")
+        env = read_env(env_file(INSTANCE))
     try:
         yield NetBox(env["NETBOX_URL"], env["NETBOX_AUTH_HEADER"])
     finally:

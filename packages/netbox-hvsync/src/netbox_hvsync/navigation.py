@@ -30,6 +30,11 @@ menu = PluginMenu(
             "Connections",
             (
                 PluginMenuItem(link="plugins:netbox_hvsync:home", link_text="Overview"),
+                PluginMenuItem(
+                    link="plugins:netbox_hvsync:sync_schedule",
+                    link_text="Schedule a sync",
+                    permissions=["core.add_job"],
+                ),
                 _item("backendendpoint", "Backend endpoints"),
                 _item("inventoryendpoint", "Inventory endpoints"),
                 _item("hvendpoint", "Proxmox endpoints"),

@@ -4,6 +4,7 @@ from django.urls import include, path
 from utilities.urls import get_model_urls
 
 from . import views
+from .views_schedule import SyncScheduleView
 from .views_sync_state import SyncStateView
 
 ROUTES = (
@@ -32,6 +33,7 @@ ROUTES = (
 urlpatterns = [
     path("", views.HomeView.as_view(), name="home"),
     path("sync-state/", SyncStateView.as_view(), name="sync_state"),
+    path("sync/schedule/", SyncScheduleView.as_view(), name="sync_schedule"),
 ]
 for prefix, model_name in ROUTES:
     urlpatterns += [

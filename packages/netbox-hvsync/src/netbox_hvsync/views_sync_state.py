@@ -22,6 +22,7 @@ from django.utils.html import format_html
 from django.views import View
 from utilities.views import ConditionalLoginRequiredMixin
 
+from netbox_hvsync.branching import branching_installed
 from netbox_hvsync.core.redaction import redact
 from netbox_hvsync.core.repair import (
     BOOTSTRAP_VIEW_PERMISSION,
@@ -116,6 +117,7 @@ class SyncStateView(ConditionalLoginRequiredMixin, View):
             "payload": json.dumps(redact(badge.payload, hidden), indent=2, sort_keys=True, default=str),
             "can_repair": request.user.has_perm(REPAIR_PERMISSION),
             "running": repair_running(),
+            "branching": branching_installed(),
         }
         return render(request, self.template_name, context)
 
@@ -155,8 +157,14 @@ class SyncStateView(ConditionalLoginRequiredMixin, View):
         if not request.user.has_perm(REPAIR_PERMISSION):
             messages.error(request, f"Full sync not queued: it needs the {REPAIR_PERMISSION} permission")
             return redirect("plugins:netbox_hvsync:sync_state")
-        job = enqueue_sync(user=request.user)
+        use_branch = request.POST.get("use_branch") in ("on", "true", "1")
+        if use_branch and not branching_installed():
+            messages.error(request, "Full sync not queued: netbox-branching is not installed")
+            return redirect("plugins:netbox_hvsync:sync_state")
+        job = enqueue_sync(user=request.user, use_branch=use_branch)
+        where = " in a working branch" if use_branch else ""
         messages.success(
-            request, format_html('Full sync queued: <a href="{}">job {}</a>', job.get_absolute_url(), job.pk)
+            request,
+            format_html('Full sync queued{}: <a href="{}">job {}</a>', where, job.get_absolute_url(), job.pk),
         )
         return redirect("plugins:netbox_hvsync:sync_state")
