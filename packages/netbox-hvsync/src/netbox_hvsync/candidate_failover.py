@@ -42,7 +42,9 @@ def probe_candidates(resolved: ResolvedBackend) -> tuple[ResolvedBackend, list[d
                 timeout=PROBE_TIMEOUT,
             )
         except TransportError as exc:
-            probes.append({"address": ctx.base_url, "ok": False, "failure_kind": TRANSPORT, "error": exc.kind})
+            probes.append(
+                {"address": ctx.base_url, "ok": False, "failure_kind": TRANSPORT, "error": exc.kind}
+            )
             continue
         probes.append({"address": ctx.base_url, "ok": True, "status": answer.status})
         return resolved.using(ctx), probes
@@ -78,7 +80,9 @@ def run_on_candidates(
     ctx, run = runs[-1]
     if run.ok:
         return run, ctx, records
-    failures = [CandidateFailure(c.base_url, failure_kind(r) or TRANSPORT, r.message, r.status) for c, r in runs]
+    failures = [
+        CandidateFailure(c.base_url, failure_kind(r) or TRANSPORT, r.message, r.status) for c, r in runs
+    ]
     picked = select_candidate_failure(failures)
     ctx, run = runs[next(i for i, f in enumerate(failures) if f is picked)]
     return run, ctx, records
