@@ -173,3 +173,23 @@ def changelog_count(netbox: NetBox) -> int:
         r = c.get("core/object-changes/", params={"limit": 1, "brief": "true"})
         r.raise_for_status()
         return int(r.json()["count"])
+
+
+def add_plugin_endpoint(netbox: NetBox, name: str) -> int:
+    """The plugin's own hv endpoint record (as the plugin would push it); its pk is the identity that
+    the backend endpoint named `<name> (inv:<pk>)` maps to, and that sync-state sidecars point at."""
+    with netbox.client() as c:
+        r = c.post(
+            "plugins/hvsync/hv-endpoints/",
+            json={
+                "name": name,
+                "domain": f"{name.replace(' ', '-')}.example",
+                "port": 8006,
+                "username": "root@pam",
+                "token_name": "hvsync",
+                "token_value": "plugin-side-secret-value",
+                "access_methods": ["token"],
+            },
+        )
+        assert r.status_code == 201, r.text
+        return int(r.json()["id"])

@@ -386,8 +386,9 @@ def test_proxmox_changes_produce_exactly_the_expected_writes(
     assert (stages["task-history"]["created"], stages["task-history"]["updated"]) == (len(new_tasks), 0)
     assert (stages["backup-routines"]["updated"], stages["backup-routines"]["deleted"]) == (1, 0)
     assert stages["replications"]["updated"] == 0
-    # one request per write (rename, delete, resize, NIC, IP move, new tasks in one list, stale routine)
-    assert done["requests"]["netbox_writes"] == 7
+    # one request per write (rename, delete, resize, NIC, IP move, new tasks in one list, stale routine),
+    # plus the new NIC's sync-state sidecar and the moved IP's sidecar (its vmid and interface changed)
+    assert done["requests"]["netbox_writes"] == 9
     [weekly] = netbox.all("plugins/hvsync/backup-routines", job_id="backup-weekly-all")
     assert weekly["status"]["value"] == "stale"
 

@@ -1,21 +1,25 @@
 """The stage framework: per kind of NetBox object, read Proxmox, read NetBox, diff, write, report.
 
 A stage is an ordered list of kinds (devices: cluster types' clusters, then nodes). Every managed
-NetBox object carries the `hvsync` tag and its Proxmox identity key; objects without both are never
-read as managed, so they are never changed or deleted.
+NetBox object carries the `hvsync` tag. Its Proxmox identity is its sync-state sidecar where the kind
+has one (`sync/sidecars.py`), else (or when the plugin has no record of the endpoint) the `hvsync_key`
+custom field, which is kept as a readable mirror. Untagged objects are never read as managed, so they
+are never changed or deleted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hvsync_backend.inventory.client import NetBoxClient
 from hvsync_backend.inventory.errors import NetBoxError
+from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader, ProxmoxReadError
 from hvsync_backend.sync.reconcile import Current, Desired, Plan, diff_fields, make_plan
@@ -74,6 +78,8 @@ class SyncContext:
     upcoming: list[Kind] = field(default_factory=list)
     #: read-ahead work started for later stages; cancelled when the run ends
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    #: recorded as the sidecars' `last_run_id` when this run creates or changes them
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def background(self, work: Awaitable[Any]) -> None:
         """Run read-ahead work alongside the stages; it must handle its own errors."""
@@ -132,6 +138,12 @@ class SyncContext:
         return key.split("|", 1)[0]
 
 
+def with_key_mirror(desired: Desired) -> Desired:
+    """The desired object with its `hvsync_key` mirror, so an edited or cleared key is written back."""
+    custom = {**(desired.payload.get("custom_fields") or {}), KEY_FIELD: desired.key}
+    return replace(desired, payload={**desired.payload, "custom_fields": custom})
+
+
 def managed_payload(desired: Desired, key_field: bool = True) -> dict[str, Any]:
     """The create body: the stage's fields plus the managed tag and (unless the kind has a natural key
     in NetBox) the identity key custom field."""
@@ -156,6 +168,8 @@ class Kind(ABC):
     owns_objects: bool = True
     #: False for kinds whose identity is a natural key in NetBox (plugin models): no custom field.
     key_field: bool = True
+    #: The plugin's sync-state model recording this kind's identity (None: the custom field only).
+    sidecar: sidecars.SidecarSpec | None = None
 
     @abstractmethod
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
@@ -187,15 +201,33 @@ class Kind(ABC):
     def prefetch(self, ctx: SyncContext) -> None:
         """Start this kind's NetBox read ahead of time (used only if nothing is written before it runs)."""
         ctx.netbox.prefetch(self.path, self.read_params(ctx), fields=self.current_fields())
+        if self.sidecar is not None:
+            ctx.background(sidecars.prefetch(ctx, self))
 
     async def current(self, ctx: SyncContext) -> dict[str, Current]:
-        """Managed objects of this kind within the run's endpoint scope."""
-        rows = await ctx.netbox.list_all(self.path, self.read_params(ctx), fields=self.current_fields())
+        """Managed objects of this kind within the run's endpoint scope, keyed by their sidecar's identity
+        (else by their `hvsync_key`: objects written before sidecars, or endpoints the plugin lacks)."""
+        rows, states = await asyncio.gather(
+            ctx.netbox.list_all(self.path, self.read_params(ctx), fields=self.current_fields()),
+            sidecars.read(ctx, self),
+        )
+        by_link = {state.link_id: key for key, state in states.items()}
+        if self.vm_scoped and ctx.options.only_vmids is not None:
+            # selected VMs are read by key prefix: add those whose sidecar names them but whose key was edited
+            seen = {int(row["id"]) for row in rows}
+            missing = sorted(set(by_link) - seen)
+            if missing:
+                params = {"tag": MANAGED_TAG, "id": missing}
+                rows = [*rows, *await ctx.netbox.list_all(self.path, params, fields=self.current_fields())]
         out: dict[str, Current] = {}
         scope = ctx.identities
         wanted = ctx.options.only_vmids
         for row in rows:
-            key = (row.get("custom_fields") or {}).get(KEY_FIELD)
+            key = by_link.get(int(row["id"]))
+            if key is None:
+                key = (row.get("custom_fields") or {}).get(KEY_FIELD)
+                if key in states:
+                    continue  # another object's sidecar holds this identity: that object is the one
             if not key or ctx.source_of(key) not in scope or not self.accepts(key):
                 continue
             if self.vm_scoped and wanted is not None and int(key.split("|")[2]) not in wanted:
@@ -215,6 +247,8 @@ async def run_kind(kind: Kind, ctx: SyncContext, counts: Counts) -> Plan:
     await ctx.step("read_proxmox", f"reading Proxmox for {kind.name}")
     await ctx.step("read_netbox", f"reading NetBox {kind.path}")
     desired, current = await asyncio.gather(kind.desired(ctx), kind.current(ctx))
+    if kind.key_field and kind.owns_objects:
+        desired = {key: with_key_mirror(want) for key, want in desired.items()}
     plan = make_plan(desired, current, delete_missing=ctx.options.delete_stale and kind.owns_objects)
     # Never delete what belongs to an endpoint that could not be read in this run.
     kept = [c for c in plan.delete if ctx.source_of(c.key) in ctx.failed_endpoints]
@@ -239,6 +273,8 @@ async def run_kind(kind: Kind, ctx: SyncContext, counts: Counts) -> Plan:
         counts.add(part)
         return plan
     await write_plan(kind, ctx, plan, part, ids)
+    if kind.owns_objects:
+        await sidecars.write(ctx, kind, desired, ids, part)
     counts.add(part)
     await ctx.step("write", f"{kind.name}: written", counts=part.as_dict())
     return plan

@@ -18,6 +18,8 @@ class Desired:
     key: str
     label: str
     payload: dict[str, Any]
+    #: the sync-state sidecar's identity and state fields (besides endpoint and link), for kinds with one
+    state: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.engine import KEY_FIELD, Kind, SyncContext, known_ids
 from hvsync_backend.sync.proxmox import ClusterInfo, HvSource, ProxmoxReader
 from hvsync_backend.sync.reconcile import Desired
@@ -89,6 +90,7 @@ class DeviceKind(Kind):
     name = "device"
     path = "dcim/devices"
     read_fields = ("name", "device_type", "role", "site", "cluster", "status")
+    sidecar = sidecars.DEVICE
 
     def accepts(self, key: str) -> bool:
         return "|node|" in key and "|iface|" not in key
@@ -141,5 +143,5 @@ class DeviceKind(Kind):
                     "cluster": cluster_ids.get(cluster_key(source)),
                     "status": "active" if node.online else "offline",
                 }
-                out[key] = Desired(key, name, payload)
+                out[key] = Desired(key, name, payload, state={"node_name": node.name})
         return out

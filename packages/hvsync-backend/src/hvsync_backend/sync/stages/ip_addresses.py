@@ -13,6 +13,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.engine import Kind, SyncContext, known_ids
 from hvsync_backend.sync.parse import nics
 from hvsync_backend.sync.proxmox import Guest, HvSource, ProxmoxReader
@@ -95,6 +96,7 @@ class IPAddressKind(Kind):
     name = "ip address"
     path = "ipam/ip-addresses"
     read_fields = ("address", "status", "assigned_object_type", "assigned_object_id")
+    sidecar = sidecars.IP_ADDRESS
 
     def accepts(self, key: str) -> bool:
         return "|ip|" in key
@@ -131,7 +133,12 @@ class IPAddressKind(Kind):
                 "assigned_object_type": VMINTERFACE,
                 "assigned_object_id": iface_ids.get(owner.iface),
             }
-            out[key] = Desired(key, owner.address, payload)
+            state = {
+                "address": owner.address,
+                "vmid": owner.order[0],
+                "interface_key": owner.iface.rsplit("|", 1)[1],
+            }
+            out[key] = Desired(key, owner.address, payload, state)
         ctx.cache["ip_owners"] = owners
         return out
 
@@ -168,6 +175,7 @@ class PrimaryIPKind(Kind):
     path = "virtualization/virtual-machines"
     read_fields = ("name", "primary_ip4")
     owns_objects = False
+    sidecar = sidecars.VIRTUAL_MACHINE
 
     def __init__(self, clearing: bool) -> None:
         self.clearing = clearing

@@ -7,6 +7,7 @@ import asyncio
 import re
 from typing import Any
 
+from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.engine import Kind, SyncContext, known_ids
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 from hvsync_backend.sync.reconcile import Desired
@@ -54,6 +55,7 @@ def _members(row: dict[str, Any]) -> list[str]:
 class NodeInterfaceKind(Kind):
     name = "node interface"
     path = "dcim/interfaces"
+    sidecar = sidecars.NODE_INTERFACE
     read_fields = ("name", "device", "type", "enabled", "mtu", "description")
 
     def accepts(self, key: str) -> bool:
@@ -82,7 +84,8 @@ class NodeInterfaceKind(Kind):
                         "mtu": int(row["mtu"]) if str(row.get("mtu") or "").isdigit() else None,
                         "description": f"{row.get('type', '')} {cidr or ''}".strip()[:200],
                     }
-                    out[key] = Desired(key, f"{node} {iface}", payload)
+                    state = {"node_name": node, "key": iface}
+                    out[key] = Desired(key, f"{node} {iface}", payload, state)
         return out
 
 
@@ -93,6 +96,7 @@ class NodeInterfaceLinkKind(Kind):
     path = "dcim/interfaces"
     read_fields = ("name", "lag", "bridge")
     owns_objects = False
+    sidecar = sidecars.NODE_INTERFACE
 
     def accepts(self, key: str) -> bool:
         return "|iface|" in key

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.engine import Kind, SyncContext, known_ids
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 from hvsync_backend.sync.reconcile import Desired
@@ -67,6 +68,7 @@ class SDNVnetKind(Kind):
     name = "sdn vnet"
     path = "ipam/vlans"
     read_fields = ("vid", "name", "group", "status", "description")
+    sidecar = sidecars.SDN_VLAN
 
     def accepts(self, key: str) -> bool:
         return "|sdnvnet|" in key
@@ -88,7 +90,8 @@ class SDNVnetKind(Kind):
                     "status": "active",
                     "description": str(vnet.get("alias") or "")[:200],
                 }
-                out[key] = Desired(key, f"vnet {name}", payload)
+                state = {"vnet": name, "zone": str(vnet.get("zone") or "")}
+                out[key] = Desired(key, f"vnet {name}", payload, state)
         return out
 
 
@@ -96,6 +99,7 @@ class SDNSubnetKind(Kind):
     name = "sdn subnet"
     path = "ipam/prefixes"
     read_fields = ("prefix", "vlan", "status", "description")
+    sidecar = sidecars.PREFIX
 
     def accepts(self, key: str) -> bool:
         return "|sdnsubnet|" in key
@@ -118,5 +122,7 @@ class SDNSubnetKind(Kind):
                         "status": "active",
                         "description": f"vnet {vnet}" + (f", gateway {gateway}" if gateway else ""),
                     }
-                    out[key] = Desired(key, f"subnet {cidr}", payload)
+                    subnet_id = str(subnet.get("subnet") or cidr)
+                    state = {"vnet": vnet, "subnet": subnet_id}
+                    out[key] = Desired(key, f"subnet {cidr}", payload, state)
         return out

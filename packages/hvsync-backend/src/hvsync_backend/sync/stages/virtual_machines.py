@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.engine import MANAGED_TAG, Kind, SyncContext, known_ids
 from hvsync_backend.sync.proxmox import Guest
 from hvsync_backend.sync.reconcile import Desired
 from hvsync_backend.sync.stages.devices import ClusterKind, DeviceKind, cluster_key, node_key, site_id
 from hvsync_backend.sync.stages.guests import guests, vm_key, warm_guests
+from hvsync_backend.sync.stages.plugin_records import PluginClusterKind
 from hvsync_backend.sync.support import ensure, ensure_tags, prefetch_support, slugify
 
 ROLES = {"qemu": ("Virtual Machine", "pve-qemu"), "lxc": ("Container", "pve-lxc")}
@@ -48,6 +50,7 @@ class VirtualMachineKind(Kind):
     vm_scoped = True
     name = "virtual machine"
     path = "virtualization/virtual-machines"
+    sidecar = sidecars.VIRTUAL_MACHINE
     read_fields = (
         "name",
         "status",
@@ -73,6 +76,7 @@ class VirtualMachineKind(Kind):
         by_endpoint = await guests(ctx)
         cluster_ids = await known_ids(ctx, ClusterKind())
         device_ids = await known_ids(ctx, DeviceKind())
+        hv_clusters = await known_ids(ctx, PluginClusterKind())
         roles = {
             kind: await ensure(
                 ctx, "dcim/device-roles", slug, {"name": name, "vm_role": True, "color": "4caf50"}
@@ -111,5 +115,12 @@ class VirtualMachineKind(Kind):
                     "platform": platforms.get(str(guest.config.get("ostype"))),
                     "tags": [{"slug": s} for s in tags],
                 }
-                out[key] = Desired(key, f"{guest.name} ({guest.kind} {guest.vmid})", payload)
+                state = {
+                    "vmid": guest.vmid,
+                    "vm_type": guest.kind,
+                    "node_name": guest.node,
+                    "is_template": guest.template,
+                    "cluster": hv_clusters.get(f"{source.identity}|hvcluster"),
+                }
+                out[key] = Desired(key, f"{guest.name} ({guest.kind} {guest.vmid})", payload, state)
         return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.engine import Kind, SyncContext, known_ids
 from hvsync_backend.sync.parse import disks
 from hvsync_backend.sync.reconcile import Desired
@@ -13,6 +14,7 @@ class VirtualDiskKind(Kind):
     vm_scoped = True
     name = "virtual disk"
     path = "virtualization/virtual-disks"
+    sidecar = sidecars.VIRTUAL_DISK
     read_fields = ("name", "size", "virtual_machine", "description")
 
     def accepts(self, key: str) -> bool:
@@ -39,5 +41,6 @@ class VirtualDiskKind(Kind):
                         "size": disk.size_mb,
                         "description": disk.volume[:200],
                     }
-                    out[key] = Desired(key, f"{guest.name} {disk.slot}", payload)
+                    state = {"vmid": guest.vmid, "key": disk.slot}
+                    out[key] = Desired(key, f"{guest.name} {disk.slot}", payload, state)
         return out

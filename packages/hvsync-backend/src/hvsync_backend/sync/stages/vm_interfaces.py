@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.engine import Kind, SyncContext, known_ids
 from hvsync_backend.sync.parse import Nic, nics
 from hvsync_backend.sync.proxmox import HvSource
@@ -63,6 +64,7 @@ class VLANKind(Kind):
     name = "vlan"
     path = "ipam/vlans"
     read_fields = ("vid", "name", "group", "status")
+    sidecar = sidecars.GUEST_VLAN
 
     def accepts(self, key: str) -> bool:
         return "|vlan|" in key
@@ -80,7 +82,8 @@ class VLANKind(Kind):
             for vid in sorted(vids):
                 key = vlan_key(source, vid)
                 payload = {"vid": vid, "name": f"VLAN {vid}", "group": group, "status": "active"}
-                out[key] = Desired(key, f"VLAN {vid} ({source.identity})", payload)
+                state = {"vnet": f"{sidecars.GUEST_VLAN_PREFIX}{vid}", "zone": ""}
+                out[key] = Desired(key, f"VLAN {vid} ({source.identity})", payload, state)
         return out
 
 
@@ -88,6 +91,7 @@ class VMInterfaceKind(Kind):
     vm_scoped = True
     name = "vm interface"
     path = "virtualization/interfaces"
+    sidecar = sidecars.VM_INTERFACE
     read_fields = (
         "name",
         "virtual_machine",
@@ -142,5 +146,6 @@ class VMInterfaceKind(Kind):
                             p for p in (f"bridge {nic.bridge}" if nic.bridge else "", nic.model or "") if p
                         ),
                     }
-                    out[key] = Desired(key, f"{guest.name} {nic.name}", payload)
+                    state = {"vmid": guest.vmid, "key": nic.slot}
+                    out[key] = Desired(key, f"{guest.name} {nic.name}", payload, state)
         return out

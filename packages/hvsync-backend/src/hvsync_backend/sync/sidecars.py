@@ -1,0 +1,259 @@
+"""Typed sync-state sidecars (the plugin's `synced-*` models): the identity of the core NetBox objects
+hvsync writes (devices, VMs, interfaces, disks, IP addresses, VLANs, prefixes).
+
+A sidecar links one core object to its Proxmox identity (plugin hv endpoint + vmid / node / slot...).
+The engine reads them before the core objects and trusts them over the `hvsync_key` custom field, which
+stays as a readable mirror (and the key of objects older releases wrote without a sidecar, which are
+adopted: they get their sidecar on the next run). Sidecars are written only when one of their fields
+changes, so a no-change resync still writes nothing: `last_seen` and `last_run_id` are the time and run
+of the last sync that created or changed the sidecar, not of every run that saw the object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from hvsync_backend.inventory.errors import NetBoxError, NetBoxHTTPError
+from hvsync_backend.sync.reconcile import Desired, diff_fields
+
+if TYPE_CHECKING:
+    from hvsync_backend.sync.engine import Counts, Kind, SyncContext
+
+BASE = "plugins/hvsync"
+COMMON_READ = ("id", "endpoint")
+
+KeyOf = Callable[[str, Mapping[str, Any]], str | None]
+
+
+@dataclass(frozen=True)
+class SidecarSpec:
+    """How one kind's core objects map to a sidecar model."""
+
+    path: str
+    #: the sidecar's one-to-one field naming the core object
+    link: str
+    #: fields read (kinds sharing a sidecar model read the same fields, so one list read serves both)
+    read: tuple[str, ...]
+    #: (endpoint identity, sidecar row) -> the engine's identity key, or None if not this kind's row
+    key_of: KeyOf
+    #: selected-VM runs read only the selected VMIDs' sidecars
+    by_vmid: bool = False
+
+
+@dataclass(frozen=True)
+class State:
+    """One sidecar as read: its id, the core object it names, and its fields for comparison."""
+
+    id: int
+    link_id: int
+    data: Mapping[str, Any]
+
+
+def nested_id(value: Any) -> int | None:
+    if isinstance(value, Mapping):
+        return int(value["id"]) if value.get("id") is not None else None
+    return int(value) if isinstance(value, int) else None
+
+
+def _vm(identity: str, row: Mapping[str, Any]) -> str | None:
+    return f"{identity}|vm|{row['vmid']}" if row.get("vmid") is not None else None
+
+
+def subnet_cidr(subnet: str) -> str:
+    """Proxmox SDN subnet id (`<zone>-<address>-<prefixlen>`) -> CIDR; a CIDR is returned as is."""
+    if "/" in subnet:
+        return subnet
+    rest = subnet.split("-", 1)[1] if "-" in subnet else subnet
+    address, _, length = rest.rpartition("-")
+    return f"{address}/{length}" if address else rest
+
+
+_IFACE_READ = (*COMMON_READ, "vm_interface", "interface", "vmid", "node_name", "key")
+_VLAN_READ = (*COMMON_READ, "vlan", "zone", "vnet")
+GUEST_VLAN_PREFIX = "vid:"
+
+VIRTUAL_MACHINE = SidecarSpec(
+    f"{BASE}/synced-virtual-machines",
+    "virtual_machine",
+    (*COMMON_READ, "virtual_machine", "vmid", "vm_type", "node_name", "is_template", "cluster"),
+    _vm,
+    by_vmid=True,
+)
+DEVICE = SidecarSpec(
+    f"{BASE}/synced-devices",
+    "device",
+    (*COMMON_READ, "device", "node_name"),
+    lambda i, r: f"{i}|node|{r['node_name']}" if r.get("node_name") else None,
+)
+VM_INTERFACE = SidecarSpec(
+    f"{BASE}/synced-interfaces",
+    "vm_interface",
+    _IFACE_READ,
+    lambda i, r: f"{_vm(i, r)}|nic|{r['key']}" if _vm(i, r) and r.get("key") else None,
+    by_vmid=True,
+)
+NODE_INTERFACE = SidecarSpec(
+    f"{BASE}/synced-interfaces",
+    "interface",
+    _IFACE_READ,
+    lambda i, r: (
+        f"{i}|node|{r['node_name']}|iface|{r['key']}" if r.get("node_name") and r.get("key") else None
+    ),
+)
+VIRTUAL_DISK = SidecarSpec(
+    f"{BASE}/synced-virtual-disks",
+    "virtual_disk",
+    (*COMMON_READ, "virtual_disk", "vmid", "key"),
+    lambda i, r: f"{_vm(i, r)}|disk|{r['key']}" if _vm(i, r) and r.get("key") else None,
+    by_vmid=True,
+)
+IP_ADDRESS = SidecarSpec(
+    f"{BASE}/synced-ip-addresses",
+    "ip_address",
+    (*COMMON_READ, "ip_address", "vmid", "interface_key", "address"),
+    lambda i, r: f"{i}|ip|{str(r['address']).split('/')[0]}" if r.get("address") else None,
+)
+#: VLANs guests use (NIC tags) have no SDN vnet: their sidecar's vnet is `vid:<vid>` (never a valid
+#: Proxmox vnet id) and their zone is blank.
+GUEST_VLAN = SidecarSpec(
+    f"{BASE}/synced-vlans",
+    "vlan",
+    _VLAN_READ,
+    lambda i, r: (
+        f"{i}|vlan|{str(r['vnet']).removeprefix(GUEST_VLAN_PREFIX)}"
+        if str(r.get("vnet") or "").startswith(GUEST_VLAN_PREFIX)
+        else None
+    ),
+)
+SDN_VLAN = SidecarSpec(
+    f"{BASE}/synced-vlans",
+    "vlan",
+    _VLAN_READ,
+    lambda i, r: (
+        f"{i}|sdnvnet|{r['vnet']}"
+        if r.get("vnet") and not str(r["vnet"]).startswith(GUEST_VLAN_PREFIX)
+        else None
+    ),
+)
+PREFIX = SidecarSpec(
+    f"{BASE}/synced-prefixes",
+    "prefix",
+    (*COMMON_READ, "prefix", "vnet", "subnet"),
+    lambda i, r: (
+        f"{i}|sdnsubnet|{r['vnet']}|{subnet_cidr(str(r['subnet']))}"
+        if r.get("vnet") and r.get("subnet")
+        else None
+    ),
+)
+
+
+async def endpoint_pks(ctx: SyncContext) -> dict[int, int]:
+    """Backend endpoint id -> the plugin's hv endpoint pk. Endpoints without one are reported once per
+    run (their objects keep being found by `hvsync_key`, without sidecars)."""
+    # imported here: plugin_records imports the stages that import this module
+    from hvsync_backend.sync.stages.plugin_records import plugin_endpoints
+
+    try:
+        return await plugin_endpoints(ctx)
+    except NetBoxHTTPError as exc:
+        if exc.status != 404:
+            raise
+        ctx.cache["plugin_endpoints"] = {}
+        await ctx.problem(
+            {
+                **exc.as_problem("hvsync plugin"),
+                "detail": "the hvsync plugin is not installed in NetBox; "
+                "sync-state sidecars and plugin records skipped",
+            },
+            "hvsync plugin not installed: no sync-state sidecars",
+        )
+        return {}
+
+
+def read_params(ctx: SyncContext, kind: Kind, pks: Mapping[int, int]) -> dict[str, Any]:
+    params: dict[str, Any] = {"endpoint_id": sorted(set(pks.values()))}
+    assert kind.sidecar is not None
+    if kind.sidecar.by_vmid and kind.vm_scoped and ctx.options.only_vmids is not None:
+        params["vmid"] = sorted(ctx.options.only_vmids)
+    return params
+
+
+async def prefetch(ctx: SyncContext, kind: Kind) -> None:
+    """Start the sidecar read as soon as the plugin endpoints are known (background work)."""
+    try:
+        pks = await endpoint_pks(ctx)
+    except NetBoxError:
+        return  # reported by the stage that needs them
+    if pks and kind.sidecar is not None:
+        ctx.netbox.prefetch(kind.sidecar.path, read_params(ctx, kind, pks), fields=kind.sidecar.read)
+
+
+async def read(ctx: SyncContext, kind: Kind) -> dict[str, State]:
+    """This kind's sidecars within the run's endpoints, keyed by identity key."""
+    spec = kind.sidecar
+    if spec is None:
+        return {}
+    pks = await endpoint_pks(ctx)
+    identity = {pks[s.backend_id]: s.identity for s in ctx.sources if s.backend_id in pks}
+    if not identity:
+        return {}
+    rows = await ctx.netbox.list_all(spec.path, read_params(ctx, kind, pks), fields=spec.read)
+    out: dict[str, State] = {}
+    for row in rows:
+        link_id = nested_id(row.get(spec.link))
+        owner = identity.get(nested_id(row.get("endpoint")))
+        if link_id is None or owner is None:
+            continue
+        key = spec.key_of(owner, row)
+        if key and kind.accepts(key):
+            out[key] = State(int(row["id"]), link_id, row)
+    ctx.cache[f"sidecars:{kind.name}"] = out
+    return out
+
+
+async def write(
+    ctx: SyncContext, kind: Kind, desired: Mapping[str, Desired], ids: Mapping[str, int], part: Counts
+) -> None:
+    """Create missing sidecars and update changed ones for every desired object NetBox now holds."""
+    spec = kind.sidecar
+    if spec is None:
+        return
+    pks = await endpoint_pks(ctx)
+    pk_of = {s.identity: pks[s.backend_id] for s in ctx.sources if s.backend_id in pks}
+    states: dict[str, State] = ctx.cache.get(f"sidecars:{kind.name}") or {}
+    stamp = {"last_seen": datetime.now(UTC).isoformat(), "last_run_id": ctx.run_id}
+    creates: list[dict[str, Any]] = []
+    updates: list[dict[str, Any]] = []
+    labels: tuple[list[str], list[str]] = ([], [])
+    for key, want in desired.items():
+        pk, object_id = pk_of.get(ctx.source_of(key)), ids.get(key)
+        if want.state is None or pk is None or object_id is None:
+            continue
+        body = {"endpoint": pk, spec.link: object_id, **want.state}
+        have = states.get(key)
+        if have is None:
+            creates.append({**body, **stamp})
+            labels[0].append(want.label)
+        elif changes := diff_fields(body, have.data):
+            updates.append({"id": have.id, **changes, **stamp})
+            labels[1].append(want.label)
+    if not creates and not updates:
+        return
+    created, updated = await asyncio.gather(
+        ctx.netbox.bulk_create(spec.path, creates), ctx.netbox.bulk_update(spec.path, updates)
+    )
+    done = 0
+    for label, result in [*zip(labels[0], created, strict=True), *zip(labels[1], updated, strict=True)]:
+        if isinstance(result, NetBoxError):
+            part.failed += 1
+            await ctx.problem(result.as_problem(label), f"{kind.name} {label}: sync-state sidecar failed")
+        else:
+            done += 1
+    await ctx.step(
+        "write",
+        f"{kind.name}: {done} sync-state sidecars written ({len(creates)} new, {len(updates)} changed)",
+    )
