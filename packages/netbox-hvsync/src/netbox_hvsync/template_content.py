@@ -96,4 +96,17 @@ class ClusterPanel(ProxmoxPanel):
         ]
 
 
-template_extensions = [VirtualMachinePanel, DevicePanel, ClusterPanel]
+class DeletionRequestButtons(PluginTemplateExtension):
+    """Approve / Reject on a pending request's page, for users who may change it (four eyes: core.deletion)."""
+
+    models = ["netbox_hvsync.deletionrequest"]
+
+    def buttons(self) -> str:
+        obj = self.context["object"]
+        user = self.context["request"].user
+        if obj.status != "pending" or not user.has_perm("netbox_hvsync.change_deletionrequest", obj):
+            return ""
+        return self.render("netbox_hvsync/inc/deletion_request_buttons.html", extra_context={"request_row": obj})
+
+
+template_extensions = [VirtualMachinePanel, DevicePanel, ClusterPanel, DeletionRequestButtons]

@@ -4,6 +4,7 @@ from django.urls import include, path
 from utilities.urls import get_model_urls
 
 from . import views
+from .views_deletion import DeletionRequestDecideView
 from .views_schedule import SyncScheduleView
 from .views_sync_state import SyncStateView
 
@@ -34,6 +35,16 @@ urlpatterns = [
     path("", views.HomeView.as_view(), name="home"),
     path("sync-state/", SyncStateView.as_view(), name="sync_state"),
     path("sync/schedule/", SyncScheduleView.as_view(), name="sync_schedule"),
+    path(
+        "deletion-requests/<int:pk>/approve/",
+        DeletionRequestDecideView.as_view(decision="approved"),
+        name="deletionrequest_approve",
+    ),
+    path(
+        "deletion-requests/<int:pk>/reject/",
+        DeletionRequestDecideView.as_view(decision="rejected"),
+        name="deletionrequest_reject",
+    ),
 ]
 for prefix, model_name in ROUTES:
     urlpatterns += [

@@ -245,3 +245,66 @@ def test_global_search_finds_plugin_records(ui, hv):
     assert f"/plugins/hvsync/backup-routines/{routine.pk}/" in page
     page = ui.get("/search/", {"q": "pve-zz.example"}).content.decode()
     assert f"/plugins/hvsync/hv-endpoints/{endpoint.pk}/" in page
+
+
+def test_deletion_request_four_eyes_approve_and_reject(ui, superuser, netbox_objects):
+    """The requester cannot approve their own request; another user can; a decided request stays decided."""
+    from django.contrib.contenttypes.models import ContentType
+    from django.test import Client
+    from netbox_hvsync.models import DeletionRequest
+    from users.models import User
+
+    vm = netbox_objects["vm2"]
+    own = DeletionRequest.objects.create(
+        object_type=ContentType.objects.get_for_model(vm),
+        object_id=vm.pk,
+        object_repr="db-1",
+        requested_by=superuser,
+    )
+    page = ui.get(own.get_absolute_url()).content.decode()
+    assert 'id="deletion-approve"' in page and 'id="deletion-reject"' in page
+    text = ui.post(f"/plugins/hvsync/deletion-requests/{own.pk}/approve/", follow=True).content.decode()
+    own.refresh_from_db()
+    assert own.status == "pending" and own.approved_by is None
+    assert "four eyes: the requester cannot approve their own request" in text
+
+    reviewer = User.objects.create_user(username="reviewer", is_superuser=True)
+    second = Client()
+    second.force_login(reviewer)
+    assert second.post(f"/plugins/hvsync/deletion-requests/{own.pk}/approve/").status_code == 302
+    own.refresh_from_db()
+    assert own.status == "approved" and own.approved_by == reviewer and own.decided_at is not None
+    assert 'id="deletion-approve"' not in second.get(own.get_absolute_url()).content.decode()
+    again = second.post(f"/plugins/hvsync/deletion-requests/{own.pk}/reject/", follow=True).content.decode()
+    own.refresh_from_db()
+    assert own.status == "approved" and "already approved" in again
+
+    withdrawn = DeletionRequest.objects.create(
+        object_type=ContentType.objects.get_for_model(vm),
+        object_id=vm.pk,
+        object_repr="db-2",
+        requested_by=superuser,
+    )
+    ui.post(f"/plugins/hvsync/deletion-requests/{withdrawn.pk}/reject/")
+    withdrawn.refresh_from_db()
+    assert withdrawn.status == "rejected" and withdrawn.approved_by is None
+
+
+def test_deciding_needs_change_permission(netbox_objects, superuser):
+    from django.contrib.contenttypes.models import ContentType
+    from django.test import Client
+    from netbox_hvsync.models import DeletionRequest
+    from users.models import User
+
+    vm = netbox_objects["vm2"]
+    row = DeletionRequest.objects.create(
+        object_type=ContentType.objects.get_for_model(vm),
+        object_id=vm.pk,
+        object_repr="db-3",
+        requested_by=superuser,
+    )
+    client = Client()
+    client.force_login(User.objects.create_user(username="no-change"))
+    assert client.post(f"/plugins/hvsync/deletion-requests/{row.pk}/approve/").status_code == 403
+    row.refresh_from_db()
+    assert row.status == "pending"
