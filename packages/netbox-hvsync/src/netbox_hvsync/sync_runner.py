@@ -25,22 +25,16 @@ from netbox_hvsync.core.failures import APPLICATION
 from netbox_hvsync.core.preflight import PreflightBlocked, append_hint, http_steps, run_preflight
 from netbox_hvsync.core.push import HV_PATH, list_rows
 from netbox_hvsync.core.records import secrets_of
-from netbox_hvsync.core.redaction import redact, redacted_detail, sweep_text
+from netbox_hvsync.core.redaction import redact, sweep_text
 from netbox_hvsync.core.scope import (
     NO_STAGE_RAN,
-    ObjectKind,
     ScopeError,
-    SelectedCallContext,
-    SelectedObject,
     StageRecord,
-    pin_object,
-    selected_job_failure,
     selected_scope,
     staged_job_failure,
-    summarize_failed_objects,
 )
 from netbox_hvsync.core.stage_runner import StageRun, run_stage
-from netbox_hvsync.core.transport import BackendContext, TransportError, call
+from netbox_hvsync.core.transport import BackendContext
 from netbox_hvsync.core.urls import CanonicalTarget
 from netbox_hvsync.core.wire_ids import resolve_wire_ids
 from netbox_hvsync.models import HvEndpoint, InventoryEndpoint
@@ -83,12 +77,6 @@ MIN_SWEPT_SECRET_LENGTH = 8
 STEP_PROBLEM_LOG_LIMIT = 10
 
 
-#: The only object type whose per-object sync this release wires (the backend's `/sync/individual/vm`).
-VM_OBJECT_TYPE = "virtualization.virtualmachine"
-INDIVIDUAL_VM_PATH = "/sync/individual/vm"
-INDIVIDUAL_TIMEOUT = 600.0
-
-
 class ClusterLookups:
     """core.scope.ClusterLookups answered from NetBox and the plugin's cluster records."""
 
@@ -113,7 +101,9 @@ class ClusterLookups:
         return HvSnapshot.objects.filter(pk=snapshot_id).values_list("virtual_machine_id", flat=True).first()
 
     def task_vm(self, task_id: int) -> int | None:
-        return None  # task-history rows carry a VMID, not a VM link
+        from netbox_hvsync.models import HvTaskHistory
+
+        return HvTaskHistory.objects.filter(pk=task_id).values_list("virtual_machine_id", flat=True).first()
 
     def cluster_claimants(self, cluster_id: int) -> list[int]:
         from netbox_hvsync.models import HvCluster
@@ -510,11 +500,12 @@ class SyncRun:
         self.save()
 
     def selected_objects(self, resolved: ResolvedBackend, hv_records: list, hint: str) -> None:
-        """SPEC 4.5 "Selected-objects job": scope right after the preflight, each VM pinned to the owner of
-        its cluster, one `/sync/individual/vm` call per object; any failed object fails the job."""
-        from virtualization.models import VirtualMachine
+        """SPEC 4.5 "Selected-objects job": scope right after the preflight, then one pinned
+        `/sync/individual/<kind>` call per object (netbox_hvsync.selected_sync); any failed object fails
+        the job."""
+        from netbox_hvsync.selected_sync import SELECTED_TYPES, VM_TYPE, run_objects, unknown_type_message
 
-        batch_type = self.block.get("batch_object_type") or VM_OBJECT_TYPE
+        batch_type = self.block.get("batch_object_type") or VM_TYPE
         listing = list_rows(
             resolved.transport, resolved.context, HV_PATH, timeout=15.0, secrets=tuple(self.secrets)
         )
@@ -531,74 +522,9 @@ class SyncRun:
             self.block["warnings"].append(warning)
             self.logger.warning(warning)
         self.block["scope"] = job_scope
-        if batch_type != VM_OBJECT_TYPE:
-            raise self.fail(
-                f"Selected-object sync did not run: object type {batch_type!r} is not supported by this release "
-                f"(supported: {VM_OBJECT_TYPE})"
-            )
-        context = SelectedCallContext(job_scope, None, resolved.row.pk)
-        lookups = ClusterLookups()
-        failures: list[tuple[str, str]] = []
-        results: list[dict[str, Any]] = []
-        vms = {vm.pk: vm for vm in VirtualMachine.objects.filter(pk__in=self.block.get("vm_ids") or [])}
-        for vm_id in self.block.get("vm_ids") or []:
-            vm = vms.get(int(vm_id))
-            obj = SelectedObject(ObjectKind.VIRTUAL_MACHINE, int(vm_id), vm.name if vm else "")
-            name = obj.describe()
-            pin = pin_object(obj, lookups, resolution.scope_map, job_scope)
-            if not pin.ok:
-                failures.append((name, f"HTTP {pin.status}: {pin.error}"))
-                results.append({"object": name, "ok": False, "status": pin.status, "error": pin.error})
-                continue
-            vmid = vm_vmid(vm) if vm else None
-            if vmid is None:
-                reason = "no Proxmox VMID known for this VM (it was never synced by hvsync)"
-                failures.append((name, reason))
-                results.append({"object": name, "ok": False, "status": None, "error": reason})
-                continue
-            query = {**context.for_object(pin).query(), "vmid": str(vmid)}
-            qs = "&".join(f"{k}={v}" for k, v in query.items())
-            try:
-                answer = call(
-                    resolved.transport,
-                    "POST",
-                    resolved.context.url(INDIVIDUAL_VM_PATH) + "?" + qs,
-                    headers=resolved.context.auth_headers(),
-                    timeout=INDIVIDUAL_TIMEOUT,
-                )
-            except TransportError as exc:
-                reason = f"backend unreachable ({exc.kind})"
-                failures.append((name, reason))
-                results.append(
-                    {
-                        "object": name,
-                        "ok": False,
-                        "status": None,
-                        "error": reason,
-                        "failure_kind": "transport",
-                    }
-                )
-                continue
-            body = answer.body if isinstance(answer.body, Mapping) else {}
-            if answer.status == 200 and body.get("ok") is True:
-                results.append({"object": name, "ok": True, "status": 200, "summary": body.get("summary")})
-                continue
-            detail = (
-                redacted_detail(answer.body, answer.text, self.secrets)
-                if answer.is_json
-                else f"HTTP {answer.status}"
-            )
-            failures.append((name, f"HTTP {answer.status}: {detail}"))
-            results.append({"object": name, "ok": False, "status": answer.status, "error": detail})
-        self.block["objects"] = results
-        for line in summarize_failed_objects(failures):
-            self.logger.error("selected object failed: %s", line)
-        message = selected_job_failure(failures)
-        if message:
-            raise self.fail(append_hint(message, hint))
-        self.logger.info("selected-object sync finished: %d object(s)", len(results))
-        self.block["runtime"]["total_ms"] = self._ms(self.started)
-        self.save()
+        if batch_type not in SELECTED_TYPES:
+            raise self.fail(unknown_type_message(batch_type))
+        run_objects(self, resolved, resolution.scope_map, job_scope, ClusterLookups(), hint)
 
     def _stage_entry(self, run: StageRun, elapsed_ms: int) -> dict[str, Any]:
         if run.ok:

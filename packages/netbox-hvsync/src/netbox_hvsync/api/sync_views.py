@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 from netbox_hvsync import models
 from netbox_hvsync.choices import SYNC_STAGES, SYNC_TYPE_ALL, SyncModeChoices
 from netbox_hvsync.jobs import enqueue_sync
+from netbox_hvsync.selected_sync import SELECTED_TYPES, VM_TYPE, model_of
 from netbox_hvsync.sync_job_filters import sync_jobs
 
 logger = logging.getLogger("netbox_hvsync.api")
@@ -53,9 +54,16 @@ class SyncScheduleSerializer(serializers.Serializer):
     cluster_ids = _IdList()
     node_ids = _IdList()
     vm_ids = _IdList(help_text="NetBox virtual machine ids (selected-objects mode)")
+    object_ids = _IdList(
+        help_text="Ids of the selected objects of `batch_object_type` (selected-objects mode); "
+        "VMs may use `vm_ids` instead"
+    )
     mode = serializers.ChoiceField(choices=SyncModeChoices.values(), default=SyncModeChoices.STAGED)
     batch_object_type = serializers.ChoiceField(
-        choices=["virtualization.virtualmachine"], required=False, allow_null=True
+        choices=list(SELECTED_TYPES),
+        required=False,
+        allow_null=True,
+        help_text="Model label of the selected objects (default virtualization.virtualmachine)",
     )
     backend_endpoint_id = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     schedule_at = serializers.DateTimeField(required=False, allow_null=True)
@@ -101,11 +109,49 @@ class SyncScheduleSerializer(serializers.Serializer):
             raise serializers.ValidationError("'all' cannot be combined with other stages.")
         return list(dict.fromkeys(value))
 
+    def _selected_objects(self, attrs: dict[str, Any]) -> None:
+        """Selected-objects mode: VMs in `vm_ids` (or `object_ids`), other types in `object_ids`."""
+        label = attrs.get("batch_object_type") or VM_TYPE
+        attrs["batch_object_type"] = label
+        object_ids = list(dict.fromkeys(attrs.get("object_ids") or []))
+        if label == VM_TYPE:
+            if object_ids and attrs.get("vm_ids"):
+                raise serializers.ValidationError(
+                    {"object_ids": "Give the VM ids in vm_ids or object_ids, not both."}
+                )
+            vm_ids = attrs.get("vm_ids") or object_ids
+            if not vm_ids:
+                raise serializers.ValidationError(
+                    {"vm_ids": "A selected-objects sync needs at least one VM id."}
+                )
+            attrs["vm_ids"] = self._known(label, "object_ids", vm_ids) if object_ids else vm_ids
+            attrs["object_ids"] = []
+            return
+        if attrs.get("vm_ids"):
+            raise serializers.ValidationError(
+                {"vm_ids": f"vm_ids selects virtual machines; give the {label} ids in object_ids."}
+            )
+        if not object_ids:
+            raise serializers.ValidationError(
+                {"object_ids": f"A selected-objects sync of {label} needs at least one id."}
+            )
+        attrs["object_ids"] = self._known(label, "object_ids", object_ids)
+
+    def _known(self, label: str, field: str, ids: list[int]) -> list[int]:
+        found = set(model_of(label).objects.filter(pk__in=ids).values_list("pk", flat=True))
+        if missing := sorted(set(ids) - found):
+            raise serializers.ValidationError(
+                {field: f"Unknown {label} id(s): {', '.join(map(str, missing))}"}
+            )
+        return ids
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs.get("mode") == SyncModeChoices.SELECTED and not attrs.get("vm_ids"):
-            raise serializers.ValidationError({"vm_ids": "A selected-objects sync needs at least one VM id."})
-        if attrs.get("mode") == SyncModeChoices.SELECTED and not attrs.get("batch_object_type"):
-            attrs["batch_object_type"] = "virtualization.virtualmachine"
+        if attrs.get("mode") == SyncModeChoices.SELECTED:
+            self._selected_objects(attrs)
+        elif attrs.get("object_ids"):
+            raise serializers.ValidationError(
+                {"object_ids": "object_ids is only used in selected-objects mode."}
+            )
         if attrs.get("use_branch"):
             from netbox_hvsync.branching import branching_installed
 
