@@ -343,6 +343,8 @@ def stage_summary(
     errors = ctx.problems[:MAX_ERRORS]
     ok = fatal is None and counts.failed == 0 and not ctx.failed_endpoints
     primary = fatal or next((p for p in ctx.problems if p.get("source") == "proxmox"), None)
+    # a failed NetBox write says more than a notice (e.g. an endpoint without a plugin record)
+    primary = primary or next((p for p in ctx.problems if p.get("source") == "netbox"), None)
     if primary is None and ctx.problems:
         primary = ctx.problems[0]
     data: dict[str, Any] = {

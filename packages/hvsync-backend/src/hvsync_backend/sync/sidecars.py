@@ -162,15 +162,13 @@ async def endpoint_pks(ctx: SyncContext) -> dict[int, int]:
     except NetBoxHTTPError as exc:
         if exc.status != 404:
             raise
-        ctx.cache["plugin_endpoints"] = {}
-        await ctx.problem(
-            {
+        if not ctx.cache.get("sidecars:no_plugin"):
+            ctx.cache["sidecars:no_plugin"] = True
+            problem = {
                 **exc.as_problem("hvsync plugin"),
-                "detail": "the hvsync plugin is not installed in NetBox; "
-                "sync-state sidecars and plugin records skipped",
-            },
-            "hvsync plugin not installed: no sync-state sidecars",
-        )
+                "detail": "the hvsync plugin is not installed in NetBox; sync-state sidecars skipped",
+            }
+            await ctx.problem(problem, "hvsync plugin not installed: no sync-state sidecars")
         return {}
 
 
