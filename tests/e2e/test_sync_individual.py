@@ -17,14 +17,22 @@ from conftest import Backend, NetBox, changelog_count, pve, start_backend
 from pve_emulator.testing import running_emulator
 
 ENDPOINT: dict[str, Any] = {}
-SLOW_TASK = "UPID:pve3:00000FAC:01E4C994:69548148:qmstart:100:root@pam:"
-NODE_TASK = "UPID:pve2:00000FAA:01E48BB6:69547C98:aptupdate::root@pam:"
+SLOW_TASK = "UPID:pve3:A0000FAC:01E4C994:69548148:qmstart:100:root@pam:"
+NODE_TASK = "UPID:pve2:A0000FAA:01E48BB6:69547C98:aptupdate::root@pam:"
 BACKUP = "local:backup/vzdump-qemu-105-2026_01_01-00_00_00.vma.zst"
 
 
 @pytest.fixture(scope="module")
 def demo(netbox: NetBox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Backend]]:
     with running_emulator(scenario="demo") as emu:
+        # UPIDs are unique in NetBox: this cluster's differ from the other demo modules' (pid field)
+        tasks = list(emu.state.tasks.values())
+        emu.state.tasks.clear()
+        for task in tasks:
+            parts = task.upid.split(":")
+            parts[2] = "A" + parts[2][1:]
+            task.upid = ":".join(parts)
+            emu.state.tasks[task.upid] = task
         with netbox.client() as c:
             r = c.post(
                 "plugins/hvsync/hv-endpoints/",
@@ -68,18 +76,56 @@ def ident() -> str:
     return f"inv{ENDPOINT['pk']}"
 
 
+SITE = "individual-site"
+
+
+def mine(netbox: NetBox, path: str, **params: Any) -> list[dict[str, Any]]:
+    """Rows of `path` that belong to this module's endpoint (other e2e modules share the NetBox)."""
+    rows = netbox.all(path, **params)
+
+    def ids(p: str) -> set[int]:
+        return {r["id"] for r in mine(netbox, p)}
+
+    def nested(row: dict[str, Any], field: str) -> int | None:
+        return (row.get(field) or {}).get("id")
+
+    if path in ("dcim/devices", "virtualization/virtual-machines"):
+        return [r for r in rows if (r.get("site") or {}).get("slug") == SITE]
+    if path == "virtualization/clusters":
+        return [r for r in rows if str(r["custom_fields"].get("hvsync_key") or "").startswith(ident() + "|")]
+    if path in ("plugins/hvsync/clusters", "plugins/hvsync/task-history"):
+        return [r for r in rows if nested(r, "endpoint") == ENDPOINT["pk"]]
+    if path in ("plugins/hvsync/nodes", "plugins/hvsync/storage"):
+        return [r for r in rows if nested(r, "cluster") in ids("plugins/hvsync/clusters")]
+    if path == "plugins/hvsync/backups":
+        return [r for r in rows if nested(r, "storage") in ids("plugins/hvsync/storage")]
+    if path in ("plugins/hvsync/snapshots", "virtualization/virtual-disks"):
+        return [r for r in rows if nested(r, "virtual_machine") in ids("virtualization/virtual-machines")]
+    if path == "dcim/interfaces":
+        return [r for r in rows if nested(r, "device") in ids("dcim/devices")]
+    raise AssertionError(f"no ownership rule for {path}")
+
+
 def vm_keys(netbox: NetBox) -> set[str]:
+    """Every managed VM's key, whoever wrote it."""
     return {
         v["custom_fields"]["hvsync_key"] for v in netbox.all("virtualization/virtual-machines", tag="hvsync")
     }
 
 
+def my_vm_keys(netbox: NetBox) -> set[str]:
+    return {
+        v["custom_fields"]["hvsync_key"]
+        for v in mine(netbox, "virtualization/virtual-machines", tag="hvsync")
+    }
+
+
 def device_names(netbox: NetBox) -> set[str]:
-    return {d["name"] for d in netbox.all("dcim/devices", tag="hvsync")}
+    return {d["name"] for d in mine(netbox, "dcim/devices", tag="hvsync")}
 
 
 def plugin_nodes(netbox: NetBox) -> set[str]:
-    return {n["name"] for n in netbox.all("plugins/hvsync/nodes")}
+    return {n["name"] for n in mine(netbox, "plugins/hvsync/nodes")}
 
 
 def test_cluster_writes_the_cluster_and_its_plugin_record_only(
@@ -87,16 +133,16 @@ def test_cluster_writes_the_cluster_and_its_plugin_record_only(
 ) -> None:
     _, backend = demo
     body = ok(backend, "cluster")
-    [cluster] = netbox.all("virtualization/clusters", tag="hvsync")
+    [cluster] = mine(netbox, "virtualization/clusters", tag="hvsync")
     assert cluster["name"] == "hvsync-demo" and cluster["custom_fields"]["hvsync_key"] == f"{ident()}|cluster"
     assert cluster["type"]["slug"] == "proxmox-ve" and cluster["scope"]["slug"] == "individual-site"
-    [hv_cluster] = netbox.all("plugins/hvsync/clusters")
+    [hv_cluster] = mine(netbox, "plugins/hvsync/clusters")
     assert (hv_cluster["name"], hv_cluster["cluster"]["id"], hv_cluster["endpoint"]["id"]) == (
         "hvsync-demo",
         cluster["id"],
         ENDPOINT["pk"],
     )
-    assert device_names(netbox) == set() and plugin_nodes(netbox) == set() and vm_keys(netbox) == set()
+    assert device_names(netbox) == set() and plugin_nodes(netbox) == set() and my_vm_keys(netbox) == set()
     assert [s["stage"] for s in body["stages"]] == ["devices", "storage"]
     # the same call again: nothing to write
     again = ok(backend, "cluster")
@@ -109,7 +155,7 @@ def test_storage_writes_that_storage_and_the_nodes_it_is_on(
     emu, backend = demo
     pve(emu, "PUT", "storage/local-lvm", {"nodes": "pve3"})
     ok(backend, "storage", storage="local-lvm")
-    [storage] = netbox.all("plugins/hvsync/storage")
+    [storage] = mine(netbox, "plugins/hvsync/storage")
     assert (storage["name"], storage["storage_type"], storage["shared"], storage["content"]) == (
         "local-lvm",
         "lvmthin",
@@ -118,10 +164,10 @@ def test_storage_writes_that_storage_and_the_nodes_it_is_on(
     )
     assert [n["name"] for n in storage["nodes"]] == ["pve3"]
     assert device_names(netbox) == {"pve3"} and plugin_nodes(netbox) == {"pve3"}
-    [node] = netbox.all("plugins/hvsync/nodes")
+    [node] = mine(netbox, "plugins/hvsync/nodes")
     assert node["device"]["name"] == "pve3" and node["node_id"] == 3 and node["online"] is True
-    assert vm_keys(netbox) == set() and netbox.all("plugins/hvsync/backups") == []
-    assert netbox.all("dcim/interfaces", tag="hvsync") == []
+    assert my_vm_keys(netbox) == set() and mine(netbox, "plugins/hvsync/backups") == []
+    assert mine(netbox, "dcim/interfaces", tag="hvsync") == []
 
 
 def test_node_writes_that_node_its_interfaces_and_its_cluster(
@@ -130,16 +176,16 @@ def test_node_writes_that_node_its_interfaces_and_its_cluster(
     emu, backend = demo
     ok(backend, "node", node="pve2")
     assert device_names(netbox) == {"pve2", "pve3"} and plugin_nodes(netbox) == {"pve2", "pve3"}
-    [device] = netbox.all("dcim/devices", name="pve2")
+    [device] = mine(netbox, "dcim/devices", name="pve2")
     assert (
         device["custom_fields"]["hvsync_key"] == f"{ident()}|node|pve2"
         and device["status"]["value"] == "active"
     )
-    ifaces = netbox.all("dcim/interfaces", tag="hvsync")
+    ifaces = mine(netbox, "dcim/interfaces", tag="hvsync")
     want = {r["iface"] for r in pve(emu, "GET", "nodes/pve2/network") if r["iface"] != "lo"}
     assert ifaces and {i["device"]["name"] for i in ifaces} == {"pve2"}
     assert {i["name"] for i in ifaces} == want
-    assert len(netbox.all("plugins/hvsync/storage")) == 1 and vm_keys(netbox) == set()
+    assert len(mine(netbox, "plugins/hvsync/storage")) == 1 and my_vm_keys(netbox) == set()
 
 
 def test_snapshot_writes_the_snapshot_its_vm_and_the_vms_node(
@@ -147,9 +193,9 @@ def test_snapshot_writes_the_snapshot_its_vm_and_the_vms_node(
 ) -> None:
     emu, backend = demo
     body = ok(backend, "snapshot", vmid=100, name="before-upgrade")
-    assert vm_keys(netbox) == {f"{ident()}|vm|100"}
+    assert my_vm_keys(netbox) == {f"{ident()}|vm|100"}
     assert device_names(netbox) == {"pve1", "pve2", "pve3"}  # VM 100 lives on pve1
-    [snap] = netbox.all("plugins/hvsync/snapshots")
+    [snap] = mine(netbox, "plugins/hvsync/snapshots")
     want = emu.state.guests[100].snapshots["before-upgrade"]
     assert (snap["name"], snap["virtual_machine"]["name"]) == ("before-upgrade", "web-01")
     assert (snap["parent"], snap["vmstate"]) == (want.parent or "", bool(want.vmstate))
@@ -158,37 +204,40 @@ def test_snapshot_writes_the_snapshot_its_vm_and_the_vms_node(
     assert stages["vm-snapshots"]["created"] == 1 and stages["virtual-machines"]["created"] == 1
     # without a name: every snapshot of that guest
     ok(backend, "snapshot", vmid=100)
-    assert {s["name"] for s in netbox.all("plugins/hvsync/snapshots")} == {"before-upgrade", "after-upgrade"}
-    assert netbox.all("virtualization/virtual-disks", tag="hvsync") == []  # a snapshot sync is no VM sync
+    assert {s["name"] for s in mine(netbox, "plugins/hvsync/snapshots")} == {
+        "before-upgrade",
+        "after-upgrade",
+    }
+    assert mine(netbox, "virtualization/virtual-disks", tag="hvsync") == []  # a snapshot sync is no VM sync
 
 
 def test_backup_writes_the_backup_its_storage_and_its_vm(demo: tuple[Any, Backend], netbox: NetBox) -> None:
     emu, backend = demo
     ok(backend, "backup", vmid=105, volid=BACKUP)
-    [backup] = netbox.all("plugins/hvsync/backups")
+    [backup] = mine(netbox, "plugins/hvsync/backups")
     volume = emu.state.volumes[BACKUP]
     assert (backup["volid"], backup["vmid"], backup["storage"]["name"]) == (BACKUP, 105, "local")
     assert backup["virtual_machine"]["name"] == "cache-01" and backup["size"] == volume.size
-    assert vm_keys(netbox) == {f"{ident()}|vm|100", f"{ident()}|vm|105"}
-    assert {s["name"] for s in netbox.all("plugins/hvsync/storage")} == {"local-lvm", "local"}
-    [local] = netbox.all("plugins/hvsync/storage", name="local")
+    assert my_vm_keys(netbox) == {f"{ident()}|vm|100", f"{ident()}|vm|105"}
+    assert {s["name"] for s in mine(netbox, "plugins/hvsync/storage")} == {"local-lvm", "local"}
+    [local] = mine(netbox, "plugins/hvsync/storage", name="local")
     assert {n["name"] for n in local["nodes"]} == {"pve1", "pve2", "pve3"}
     # vmid only: every backup of that guest (nfs-backup holds three of VM 101)
     ok(backend, "backup", vmid=101)
-    assert {b["volid"] for b in netbox.all("plugins/hvsync/backups", vmid=101)} == {
+    assert {b["volid"] for b in mine(netbox, "plugins/hvsync/backups", vmid=101)} == {
         v.volid for v in emu.state.volumes.values() if v.content == "backup" and v.vmid == 101
     }
-    assert len(netbox.all("plugins/hvsync/backups")) == 4
+    assert len(mine(netbox, "plugins/hvsync/backups")) == 4
     # that run wrote only VM 101's node; the storages keep every node they are on
-    [local] = netbox.all("plugins/hvsync/storage", name="local")
+    [local] = mine(netbox, "plugins/hvsync/storage", name="local")
     assert {n["name"] for n in local["nodes"]} == {"pve1", "pve2", "pve3"}
 
 
 def test_task_history_writes_the_task_its_node_and_its_vm(demo: tuple[Any, Backend], netbox: NetBox) -> None:
     _, backend = demo
-    before = vm_keys(netbox)
+    before = my_vm_keys(netbox)
     ok(backend, "task-history", upid=SLOW_TASK)
-    [task] = netbox.all("plugins/hvsync/task-history")
+    [task] = mine(netbox, "plugins/hvsync/task-history")
     assert (task["upid"], task["task_type"], task["vmid"], task["node"]["name"]) == (
         SLOW_TASK,
         "qmstart",
@@ -196,17 +245,17 @@ def test_task_history_writes_the_task_its_node_and_its_vm(demo: tuple[Any, Backe
         "pve3",
     )
     assert task["virtual_machine"]["name"] == "web-01" and task["endpoint"]["id"] == ENDPOINT["pk"]
-    assert vm_keys(netbox) == before
+    assert my_vm_keys(netbox) == before
     # a node task (no VMID): no guest is read or written
     body = ok(backend, "task-history", upid=NODE_TASK)
     assert "virtual-machines" not in {s["stage"] for s in body["stages"]}
-    [node_task] = netbox.all("plugins/hvsync/task-history", upid=NODE_TASK)
+    [node_task] = mine(netbox, "plugins/hvsync/task-history", upid=NODE_TASK)
     assert (node_task["vmid"], node_task["virtual_machine"], node_task["node"]["name"]) == (
         None,
         None,
         "pve2",
     )
-    assert len(netbox.all("plugins/hvsync/task-history")) == 2 and vm_keys(netbox) == before
+    assert len(mine(netbox, "plugins/hvsync/task-history")) == 2 and my_vm_keys(netbox) == before
 
 
 def test_unknown_objects_answer_404_and_write_nothing(demo: tuple[Any, Backend], netbox: NetBox) -> None:
@@ -269,10 +318,11 @@ def test_scope_parameters_pin_the_endpoint(demo: tuple[Any, Backend], netbox: Ne
         vmid = sorted(other.state.guests)[0]
         guest = other.state.guests[vmid]
         # pinned to the first endpoint: the second's guest is not in scope
-        r = sync(backend, "vm", vmid=vmid, hv_endpoint_ids=ENDPOINT["backend_id"])
+        r = sync(backend, "snapshot", vmid=vmid, hv_endpoint_ids=ENDPOINT["backend_id"])
         assert r.status_code == 404 and str(vmid) in r.json()["detail"]
         # pinned to the second endpoint: its guest and the node it lives on, under its own identity
-        r = sync(backend, "vm", vmid=vmid, hv_endpoint_ids=second["id"])
+        # (a snapshot sync: no IP addresses, which NetBox keeps globally unique, are left behind)
+        r = sync(backend, "snapshot", vmid=vmid, hv_endpoint_ids=second["id"])
         assert r.status_code == 200, r.text
         assert {k for k in vm_keys(netbox) if k.startswith("inv9901|")} == {f"inv9901|vm|{vmid}"}
         other_devices = [
@@ -280,7 +330,7 @@ def test_scope_parameters_pin_the_endpoint(demo: tuple[Any, Backend], netbox: Ne
         ]
         assert [d["custom_fields"]["hvsync_key"] for d in other_devices] == [f"inv9901|node|{guest.node}"]
         # the first endpoint's objects were not touched by the pinned run
-        assert not [k for k in vm_keys(netbox) if k.startswith(f"{ident()}|") and k.endswith(f"|{vmid}")]
+        assert not [k for k in my_vm_keys(netbox) if k.startswith(f"{ident()}|") and k.endswith(f"|{vmid}")]
         unknown = sync(backend, "node", node="pve1", hv_endpoint_ids=987654)
         assert unknown.status_code == 404 and "987654" in unknown.text
         # every request after this one pins the first endpoint (the second's emulator stops here)
@@ -294,7 +344,7 @@ def test_task_history_retention_removes_only_old_unlisted_managed_rows(
     scope = {"hv_endpoint_ids": str(ENDPOINT["backend_id"])}
     assert backend.complete(route, **scope)["ok"] is True
     listed = {t.upid for t in emu.state.tasks.values()}
-    assert {t["upid"] for t in netbox.all("plugins/hvsync/task-history")} == listed  # demo tasks: Dec 2025
+    assert {t["upid"] for t in mine(netbox, "plugins/hvsync/task-history")} == listed  # demo tasks: Dec 2025
     recent = (datetime.now(UTC) - timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     old = (datetime.now(UTC) - timedelta(days=90)).strftime("%Y-%m-%dT%H:%M:%SZ")
     with netbox.client() as c:
@@ -326,10 +376,10 @@ def test_task_history_retention_removes_only_old_unlisted_managed_rows(
     dry = backend.complete(route, dry_run="true", **scope)
     assert dry["summary"]["deleted"] == 2
     assert {p["key"].split("|task|")[1] for p in dry["plan"] if p["action"] == "delete"} == gone_upids
-    assert len(netbox.all("plugins/hvsync/task-history")) == len(listed) + 2
+    assert len(mine(netbox, "plugins/hvsync/task-history")) == len(listed) + 2
     done = backend.complete(route, **scope)
     assert done["ok"] is True and done["summary"]["deleted"] == 2 and done["summary"]["created"] == 0
-    left = {t["upid"] for t in netbox.all("plugins/hvsync/task-history")}
+    left = {t["upid"] for t in mine(netbox, "plugins/hvsync/task-history")}
     assert left == (listed - gone_upids) | {extra[0]["upid"], extra[1]["upid"]}
     # a selected-object run never prunes
     before = changelog_count(netbox)
