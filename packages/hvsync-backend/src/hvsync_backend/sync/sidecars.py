@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from hvsync_backend.sync.engine import Counts, Kind, SyncContext
 
 BASE = "plugins/hvsync"
-COMMON_READ = ("id", "endpoint")
+#: rows are read per endpoint (`endpoint_id=`), so the nested endpoint is never serialised (~30% of a read)
+COMMON_READ = ("id",)
 
 KeyOf = Callable[[str, Mapping[str, Any]], str | None]
 
@@ -172,8 +173,8 @@ async def endpoint_pks(ctx: SyncContext) -> dict[int, int]:
         return {}
 
 
-def read_params(ctx: SyncContext, kind: Kind, pks: Mapping[int, int]) -> dict[str, Any]:
-    params: dict[str, Any] = {"endpoint_id": sorted(set(pks.values()))}
+def read_params(ctx: SyncContext, kind: Kind, pk: int) -> dict[str, Any]:
+    params: dict[str, Any] = {"endpoint_id": pk}
     assert kind.sidecar is not None
     if kind.sidecar.by_vmid and kind.vm_scoped and ctx.options.only_vmids is not None:
         params["vmid"] = sorted(ctx.options.only_vmids)
@@ -181,13 +182,14 @@ def read_params(ctx: SyncContext, kind: Kind, pks: Mapping[int, int]) -> dict[st
 
 
 async def prefetch(ctx: SyncContext, kind: Kind) -> None:
-    """Start the sidecar read as soon as the plugin endpoints are known (background work)."""
+    """Start the sidecar reads as soon as the plugin endpoints are known (background work)."""
     try:
         pks = await endpoint_pks(ctx)
     except NetBoxError:
         return  # reported by the stage that needs them
-    if pks and kind.sidecar is not None:
-        ctx.netbox.prefetch(kind.sidecar.path, read_params(ctx, kind, pks), fields=kind.sidecar.read)
+    if kind.sidecar is not None:
+        for pk in sorted(set(pks.values())):
+            ctx.netbox.prefetch(kind.sidecar.path, read_params(ctx, kind, pk), fields=kind.sidecar.read)
 
 
 async def read(ctx: SyncContext, kind: Kind) -> dict[str, State]:
@@ -197,18 +199,18 @@ async def read(ctx: SyncContext, kind: Kind) -> dict[str, State]:
         return {}
     pks = await endpoint_pks(ctx)
     identity = {pks[s.backend_id]: s.identity for s in ctx.sources if s.backend_id in pks}
-    if not identity:
-        return {}
-    rows = await ctx.netbox.list_all(spec.path, read_params(ctx, kind, pks), fields=spec.read)
+    pages = await asyncio.gather(
+        *(ctx.netbox.list_all(spec.path, read_params(ctx, kind, pk), fields=spec.read) for pk in identity)
+    )
     out: dict[str, State] = {}
-    for row in rows:
-        link_id = nested_id(row.get(spec.link))
-        owner = identity.get(nested_id(row.get("endpoint")))
-        if link_id is None or owner is None:
-            continue
-        key = spec.key_of(owner, row)
-        if key and kind.accepts(key):
-            out[key] = State(int(row["id"]), link_id, row)
+    for pk, rows in zip(identity, pages, strict=True):
+        for row in rows:
+            link_id = nested_id(row.get(spec.link))
+            if link_id is None:
+                continue  # a row of the other kind sharing this model (VM vs node interface)
+            key = spec.key_of(identity[pk], row)
+            if key and kind.accepts(key):
+                out[key] = State(int(row["id"]), link_id, {**row, "endpoint": pk})
     ctx.cache[f"sidecars:{kind.name}"] = out
     return out
 
