@@ -177,6 +177,33 @@ async def netbox_write_rate(config: NetBoxConfig, vms: int) -> dict[str, Any]:
     }
 
 
+async def plugin_hv_endpoint(config: NetBoxConfig, emu: Emulator) -> int:
+    """The plugin's record of the bench endpoint, as the plugin would push it: with it the stages write
+    the plugin's records and every sync-state sidecar, as in production (without it they skip them)."""
+    user, token = emu.token_id.split("!")
+    async with NetBoxClient(config) as nb:
+        found = await nb.list_all("plugins/hvsync/hv-endpoints", params={"name": "bench"}, fields=("id",))
+        if found:
+            return int(found[0]["id"])
+        [row] = await nb.bulk_create(
+            "plugins/hvsync/hv-endpoints",
+            [
+                {
+                    "name": "bench",
+                    "domain": "localhost",
+                    "port": emu.port,
+                    "username": user,
+                    "access_methods": ["token"],
+                    "token_name": token,
+                    "token_value": emu.token_secret,
+                    "verify_ssl": False,
+                    "enabled": False,  # the plugin pushes enabled rows to a backend; there is none here
+                }
+            ],
+        )
+        return int(row["id"])
+
+
 async def run_sync(
     config: NetBoxConfig, source: HvSource, stages: list[str], **options: Any
 ) -> dict[str, Any]:
@@ -227,9 +254,10 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     config = netbox_up(args.instance, args.port, fresh=previous is None)
     with emulator(args.emulator, args.vms) as emu:
         user, token = emu.token_id.split("!")
+        plugin_pk = await plugin_hv_endpoint(config, emu)
         target = HvTarget(
             id=1,
-            name="bench (inv:1)",
+            name=f"bench (inv:{plugin_pk})",
             host="127.0.0.1",
             port=emu.port,
             scheme="http",
