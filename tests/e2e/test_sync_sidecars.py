@@ -228,6 +228,27 @@ def test_object_without_sidecar_is_adopted(demo: tuple[Any, Backend], netbox: Ne
     assert len(netbox.all("virtualization/virtual-machines")) == vm_count
 
 
+def test_migrated_vm_updates_its_sidecar_once(demo: tuple[Any, Backend], netbox: NetBox) -> None:
+    """A VM moved to another node: its device changes and its sidecar's node_name, one write each."""
+    emu, backend = demo
+    guest = emu.state.guests[102]
+    target = next(n for n in sorted(emu.state.nodes) if n != guest.node)
+    [before] = sidecars(netbox, "synced-virtual-machines", vmid=102)
+    guest.node = target
+    done = backend.complete("/virtualization/virtual-machines/create/stream")
+    assert done["ok"] is True, done["errors"]
+    assert (done["summary"]["updated"], done["summary"]["created"]) == (1, 0)
+    assert done["requests"]["netbox_writes"] == 2  # the VM's device, the sidecar's node_name
+    [after] = sidecars(netbox, "synced-virtual-machines", vmid=102)
+    assert (after["id"], after["node_name"]) == (before["id"], target)
+    assert after["last_run_id"] != before["last_run_id"]
+    [vm] = netbox.all("virtualization/virtual-machines", id=after["virtual_machine"]["id"])
+    assert vm["device"]["name"] == target
+    assert (
+        backend.complete("/virtualization/virtual-machines/create/stream")["requests"]["netbox_writes"] == 0
+    )
+
+
 def test_deleted_vm_takes_its_sidecars_along(demo: tuple[Any, Backend], netbox: NetBox) -> None:
     emu, backend = demo
     del emu.state.guests[104]
