@@ -74,6 +74,75 @@ def log(msg: str) -> None:
     print(f"[netbox] {msg}", flush=True)
 
 
+#
+# Redis: the RQ queues of an instance live in its Redis databases. Two NetBox instances on one pair of
+# databases run each other's jobs against the wrong PostgreSQL database (a job row saved by the wrong
+# worker is inserted with its foreign id, and NetBox later fails with `core_job_pkey` duplicates).
+#
+
+REDIS_ADDRESS = ("127.0.0.1", 6379)
+
+
+def redis_command(db: int, *command: str) -> object:
+    """One command on Redis database `db` over a short-lived socket (RESP; stdlib only)."""
+
+    def encode(*parts: str) -> bytes:
+        return f"*{len(parts)}\r\n".encode() + b"".join(
+            f"${len(p.encode())}\r\n".encode() + p.encode() + b"\r\n" for p in parts
+        )
+
+    def read(stream: object) -> object:
+        line = stream.readline().rstrip(b"\r\n")  # type: ignore[attr-defined]
+        kind, rest = line[:1], line[1:]
+        if kind == b"-":
+            raise RuntimeError(f"redis: {rest.decode()}")
+        if kind in (b"+", b":"):
+            return int(rest) if kind == b":" else rest.decode()
+        if kind == b"$":
+            size = int(rest)
+            return None if size < 0 else stream.read(size + 2)[:-2].decode()  # type: ignore[attr-defined]
+        if kind == b"*":
+            return [read(stream) for _ in range(int(rest))]
+        raise RuntimeError(f"redis: unexpected answer {line!r}")
+
+    with socket.create_connection(REDIS_ADDRESS, timeout=10) as conn, conn.makefile("rb") as stream:
+        conn.sendall(encode("SELECT", str(db)) + encode(*command))
+        read(stream)
+        return read(stream)
+
+
+def live_rq_workers(redis_base: int) -> list[str]:
+    """RQ workers registered on an instance's task database whose heartbeat key has not expired."""
+    members = redis_command(redis_base, "SMEMBERS", "rq:workers") or []
+    return [m for m in members if isinstance(m, str) and redis_command(redis_base, "EXISTS", m) == 1]
+
+
+def forget_workers(redis_base: int, pids: set[int]) -> None:
+    """Deregister our own stopped workers (a killed worker leaves its heartbeat key for minutes)."""
+    try:
+        for member in redis_command(redis_base, "SMEMBERS", "rq:workers") or []:
+            pid = redis_command(redis_base, "HGET", str(member), "pid")
+            if pid is not None and int(str(pid)) in pids:
+                redis_command(redis_base, "DEL", str(member))
+                redis_command(redis_base, "SREM", "rq:workers", str(member))
+    except OSError:
+        pass  # Redis down: nothing to clean
+
+
+def claim_redis(name: str, redis_base: int, fresh: bool) -> None:
+    """Refuse to start on Redis databases another live worker uses; a fresh database gets empty queues
+    (jobs queued against the previous database would otherwise run against the new one)."""
+    if workers := live_rq_workers(redis_base):
+        raise SystemExit(
+            f"Redis database {redis_base} is used by {len(workers)} live RQ worker(s) not started for "
+            f"instance '{name}' from this checkout (another NetBox, or a checkout elsewhere); stop it, or "
+            "`forget` this instance to get other databases"
+        )
+    if fresh:
+        for db in (redis_base, redis_base + 1):
+            redis_command(db, "FLUSHDB")
+
+
 # --------------------------------------------------------------------------------------------------
 # PostgreSQL
 
@@ -459,7 +528,7 @@ def instance_slot(name: str) -> tuple[int, int]:
         taken = [json.loads(f.read_text()) for f in (STATE / "instances").glob("*/slot.json")]
         ports = {t["port"] for t in taken}
         bases = {t["redis_base"] for t in taken}
-        base = next((b for b in SPARE_REDIS_BASES if b not in bases), None)
+        base = next((b for b in SPARE_REDIS_BASES if b not in bases and not live_rq_workers(b)), None)
         port = next((p for p in SPARE_PORTS if p not in ports), None)
         if base is None or port is None:
             raise SystemExit(
@@ -507,6 +576,7 @@ def stop_instance(name: str) -> None:
         if _pid_alive(pid):
             os.killpg(pid, signal.SIGKILL)
     pid_file.unlink()
+    forget_workers(instance_slot(name)[1], set(pids.values()))
     log(f"stopped instance {name}")
 
 
@@ -602,6 +672,7 @@ def up(name: str, fresh: bool, restart: bool, port: int | None, workers: int) ->
             return
         ensure_template()
         stop_instance(name)
+        claim_redis(name, redis_base, fresh)
         prepare_database(db, redis_base, fresh, instance_dir(name) / "migrations.stamp")
         ensure_static(redis_base)
         start_instance(name, db, port, redis_base, workers)
