@@ -26,6 +26,8 @@ from hvsync_backend.inventory.errors import (
 )
 
 BRANCH_HEADER = "X-NetBox-Branch"
+#: Seconds an idle keep-alive connection is kept for reuse (below gunicorn's default keepalive of 2 s).
+KEEPALIVE_EXPIRY = 1.5
 #: Lists whose creates and updates change no field the sync reads from any other list (nested objects
 #: are compared by id only; a VM's disk total is not read): a POST/PATCH there makes only that list stale.
 SELF_CONTAINED_WRITES = frozenset(
@@ -113,7 +115,12 @@ class NetBoxClient:
         }
         if config.branch_schema_id:
             headers[BRANCH_HEADER] = config.branch_schema_id
-        limits = httpx.Limits(max_connections=config.read_concurrency + config.write_concurrency + 2)
+        # Reuse only connections idle for less than gunicorn's default keep-alive (2 s): a write sent on a
+        # connection the server just closed fails with ReadError and, unlike a GET, is not safe to resend.
+        limits = httpx.Limits(
+            max_connections=config.read_concurrency + config.write_concurrency + 2,
+            keepalive_expiry=KEEPALIVE_EXPIRY,
+        )
         self._http = httpx.AsyncClient(
             base_url=config.url.rstrip("/") + "/api/",
             headers=headers,
