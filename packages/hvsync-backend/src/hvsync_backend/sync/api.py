@@ -80,7 +80,13 @@ def _stream(
             await emit("complete", _failed(name, options, problem))
             return
         await execute(
-            stages, name=name, netbox=targets.netbox, sources=targets.sources, options=options, emit=emit
+            stages,
+            name=name,
+            netbox=targets.netbox,
+            sources=targets.sources,
+            options=options,
+            emit=emit,
+            run_id=run.id,
         )
 
     chunks: AsyncIterator[str] = _runs(request).stream(

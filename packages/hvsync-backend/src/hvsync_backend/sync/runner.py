@@ -64,8 +64,11 @@ async def execute(
     options: SyncOptions,
     emit: Emit,
     client: NetBoxClient | None = None,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
-    """Run `stages` in order and emit the final `complete`; returns its payload."""
+    """Run `stages` in order and emit the final `complete`; returns its payload.
+
+    `run_id` is the stream's run id (the plugin passes its job's); sidecars record it as `last_run_id`."""
     started = time.monotonic()
     if netbox is None:
         problem = {"source": "backend", "status": None, "detail": "no inventory endpoint is configured"}
@@ -85,6 +88,8 @@ async def execute(
         )
     )
     ctx = SyncContext(netbox=nb, sources=sources, options=options, emit=emit)
+    if run_id:
+        ctx.run_id = run_id
     ctx.upcoming = [kind for stage in stages for kind in stage.kinds]
     nb.cache_reads = True
     total = Counts()
