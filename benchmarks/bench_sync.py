@@ -74,7 +74,7 @@ def emulator(mode: str, vms: int) -> Iterator[Emulator]:
     """The `large` scenario, in its own process (as a real Proxmox is: not sharing the backend's CPU
     and GIL) or, with `inprocess`, in a thread of this process (the emulator's test helper)."""
     if mode == "inprocess":
-        with running_emulator(scenario="large", vms=vms) as emu:
+        with running_emulator(scenario="large", vms=vms, response_cache=True) as emu:
             yield Emulator(emu.port, emu.token_id, emu.token_secret)
         return
     with socket.socket() as sock:

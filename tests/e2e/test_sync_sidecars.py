@@ -253,7 +253,7 @@ def test_deleted_vm_takes_its_sidecars_along(demo: tuple[Any, Backend], netbox: 
     emu, backend = demo
     del emu.state.guests[104]
     done = backend.complete("/virtualization/virtual-machines/create/stream", delete_stale="true")
-    assert done["summary"]["deleted"] == 1
+    assert done["ok"] is True and done["summary"]["deleted"] == 1, done
     for path in ("synced-virtual-machines", "synced-virtual-disks", "synced-interfaces"):
         assert sidecars(netbox, path, vmid=104) == [], path
 

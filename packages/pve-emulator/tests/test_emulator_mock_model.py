@@ -13,7 +13,7 @@ from pve_emulator.testing import EmulatorHandle, running_emulator
 @pytest.fixture(scope="module")
 def fresh() -> Iterator[EmulatorHandle]:
     """A private demo emulator: these tests change state the session fixture's users rely on."""
-    with running_emulator(task_duration=0.01) as pve:
+    with running_emulator(task_duration=0.01, response_cache=True) as pve:  # changes go through the API
         yield pve
 
 

@@ -55,7 +55,12 @@ def running_emulator(
     token_id: str | None = None,
     token_secret: str = DEFAULT_TOKEN_SECRET,
     task_duration: float = 0.2,
+    response_cache: bool = False,
 ) -> Iterator[EmulatorHandle]:
+    """An emulator serving from a thread of this process.
+
+    The response cache is off by default: tests change `handle.state` directly, which does not bump the
+    revision the cache is keyed on, so a list read within the same second would still show the old state."""
     import uvicorn
 
     from pve_emulator.server import create_app, uvicorn_config
@@ -74,6 +79,7 @@ def running_emulator(
         token_id=token_id,
         token_secret=token_secret,
         task_duration=task_duration,
+        response_cache=response_cache,
     )
     app = create_app(config)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
