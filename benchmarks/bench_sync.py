@@ -6,7 +6,7 @@ Measures, in one run on one fresh NetBox:
      wall / (objects written / NetBox rate)  (target <= 1.25);
   3. a no-change resync (target < 10 s and zero writes);
   4. a one-VM change synced with the selected-object path (target < 2 s, only that VM's objects).
-Writes benchmarks/results/sync.json and sync.png.
+Writes benchmarks/results/sync.json and sync.png (other --vms: sync-<N>vms.json/.png).
 
 Usage: .venv/bin/python benchmarks/bench_sync.py [--vms 1000] [--instance bench-sync] [--port 8792]
        [--reuse] [--emulator process|inprocess]
@@ -248,9 +248,11 @@ async def run_sync(
 
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
-    previous = json.loads((RESULTS / "sync.json").read_text()) if args.reuse else None
+    previous = json.loads(result_path(args.vms, "json").read_text()) if args.reuse else None
     if previous is not None and previous.get("vms") != args.vms:
-        raise SystemExit(f"--reuse needs a previous run with {args.vms} VMs in {RESULTS / 'sync.json'}")
+        raise SystemExit(
+            f"--reuse needs a previous run with {args.vms} VMs in {result_path(args.vms, 'json')}"
+        )
     config = netbox_up(args.instance, args.port, fresh=previous is None)
     with emulator(args.emulator, args.vms) as emu:
         user, token = emu.token_id.split("!")
@@ -352,6 +354,11 @@ INITIAL_KEYS = (
 )
 
 
+def result_path(vms: int, suffix: str) -> Path:
+    """`sync.json` for the 1,000-VM target run; other sizes keep their own files (`sync-300vms.json`)."""
+    return RESULTS / (f"sync.{suffix}" if vms == 1000 else f"sync-{vms}vms.{suffix}")
+
+
 def plot(result: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -428,8 +435,8 @@ def main() -> int:
                 check=False,
             )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "sync.json").write_text(json.dumps(result, indent=2) + "\n")
-    plot(result, RESULTS / "sync.png")
+    result_path(args.vms, "json").write_text(json.dumps(result, indent=2) + "\n")
+    plot(result, result_path(args.vms, "png"))
     print(json.dumps(result, indent=2))
     return 0
 
