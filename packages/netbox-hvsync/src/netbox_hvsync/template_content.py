@@ -106,7 +106,9 @@ class DeletionRequestButtons(PluginTemplateExtension):
         user = self.context["request"].user
         if obj.status != "pending" or not user.has_perm("netbox_hvsync.change_deletionrequest", obj):
             return ""
-        return self.render("netbox_hvsync/inc/deletion_request_buttons.html", extra_context={"request_row": obj})
+        return self.render(
+            "netbox_hvsync/inc/deletion_request_buttons.html", extra_context={"request_row": obj}
+        )
 
 
 template_extensions = [VirtualMachinePanel, DevicePanel, ClusterPanel, DeletionRequestButtons]
