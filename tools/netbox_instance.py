@@ -105,10 +105,13 @@ def redis_command(db: int, *command: str) -> object:
             return [read(stream) for _ in range(int(rest))]
         raise RuntimeError(f"redis: unexpected answer {line!r}")
 
-    with socket.create_connection(REDIS_ADDRESS, timeout=10) as conn, conn.makefile("rb") as stream:
-        conn.sendall(encode("SELECT", str(db)) + encode(*command))
-        read(stream)
-        return read(stream)
+    try:
+        with socket.create_connection(REDIS_ADDRESS, timeout=10) as conn, conn.makefile("rb") as stream:
+            conn.sendall(encode("SELECT", str(db)) + encode(*command))
+            read(stream)
+            return read(stream)
+    except OSError as exc:
+        raise SystemExit(f"Redis at {REDIS_ADDRESS[0]}:{REDIS_ADDRESS[1]} is not reachable: {exc}") from None
 
 
 def live_rq_workers(redis_base: int) -> list[str]:
@@ -125,7 +128,7 @@ def forget_workers(redis_base: int, pids: set[int]) -> None:
             if pid is not None and int(str(pid)) in pids:
                 redis_command(redis_base, "DEL", str(member))
                 redis_command(redis_base, "SREM", "rq:workers", str(member))
-    except OSError:
+    except SystemExit:
         pass  # Redis down: nothing to clean
 
 
