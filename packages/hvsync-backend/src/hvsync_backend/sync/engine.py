@@ -332,8 +332,12 @@ class Stage:
         await ctx.step("start", f"{self.title}: starting", counts=counts.as_dict())
         for kind in self.kinds:
             await run_kind(kind, ctx, counts)
+        await self.after_kinds(ctx, counts)
         await ctx.step("done", f"{self.title}: done", counts=counts.as_dict())
         return counts, False
+
+    async def after_kinds(self, ctx: SyncContext, counts: Counts) -> None:
+        """Stage-specific work once every kind is reconciled (e.g. task-history retention)."""
 
 
 def stage_summary(

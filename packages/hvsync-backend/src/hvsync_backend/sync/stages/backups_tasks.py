@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hvsync_backend.inventory.errors import NetBoxError
-from hvsync_backend.sync.engine import Counts, Stage, SyncContext, known_ids, run_kind
+from hvsync_backend.sync.engine import Counts, Stage, SyncContext, known_ids
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 from hvsync_backend.sync.reconcile import Desired
 from hvsync_backend.sync.stages.devices import clusters
@@ -263,12 +263,5 @@ class TaskHistoryStage(Stage):
     def __init__(self, slug: str, route: str, title: str) -> None:
         super().__init__(slug, route, [TaskKind()], title)
 
-    async def run(self, ctx: SyncContext) -> tuple[Counts, bool]:
-        ctx.stage = self.slug
-        counts = Counts()
-        await ctx.step("start", f"{self.title}: starting", counts=counts.as_dict())
-        for kind in self.kinds:
-            await run_kind(kind, ctx, counts)
+    async def after_kinds(self, ctx: SyncContext, counts: Counts) -> None:
         await prune_tasks(ctx, counts, self.kinds[0])  # type: ignore[arg-type]
-        await ctx.step("done", f"{self.title}: done", counts=counts.as_dict())
-        return counts, False
