@@ -115,13 +115,7 @@ class GenericHandler:
                 items = [i for i in items if name not in i or str(i[name]) == str(value)]
             return items
         if op.method == "POST":
-            ident = str(own.get(key) if own.get(key) is not None else _next_id(store))
-            if ident in store:
-                raise bad_param(key, f"'{ident}' already exists")
-            store[ident] = {
-                key: _typed_id(ident),
-                **{k: v for k, v in own.items() if k not in _CONTROL and k != key},
-            }
+            _add_item(store, key, own)
             state.bump()
             return self._result(call)
         if op.method == "PUT":
@@ -191,13 +185,7 @@ class GenericHandler:
         children = state.generic.setdefault(concrete(op.path, call.params), {})
         if op.method == "GET":
             return [dict(v) for v in children.values()]
-        ident = str(own.get(child_key) if own.get(child_key) is not None else _next_id(children))
-        if ident in children:
-            raise bad_param(child_key, f"'{ident}' already exists")
-        children[ident] = {
-            child_key: _typed_id(ident),
-            **{k: v for k, v in own.items() if k not in _CONTROL and k != child_key},
-        }
+        _add_item(children, child_key, own)
         state.bump()
         return self._result(call)
 
@@ -241,6 +229,14 @@ def _is_index(op: Operation) -> bool:
 
 def _creates(op: Operation) -> bool:
     return op.name.startswith(("create", "add", "new"))
+
+
+def _add_item(store: dict[str, Any], key: str, own: dict[str, Any]) -> None:
+    """POST into a collection: the given id (or the next free one), refused when it already exists."""
+    ident = str(own.get(key) if own.get(key) is not None else _next_id(store))
+    if ident in store:
+        raise bad_param(key, f"'{ident}' already exists")
+    store[ident] = {key: _typed_id(ident), **{k: v for k, v in own.items() if k not in _CONTROL and k != key}}
 
 
 def _next_id(store: dict[str, Any]) -> int:
