@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from test_branching_jobs import FakeResponse  # the answer shape the job reads, shared
 
 pytestmark = pytest.mark.django_db
 
@@ -36,24 +35,6 @@ TEMPLATES = [
     {"node": "pve1", "vmid": 900, "type": "lxc", "name": "ct-tpl", "config": {"template": 1}},
     {"node": "pve1", "vmid": 901, "type": "qemu", "name": "vm-tpl", "config": {"template": 1}},
 ]
-
-
-@dataclass
-class FakeResponse:
-    status_code: int
-    body: Any = None
-    lines: list[str] = field(default_factory=list)
-    headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
-
-    @property
-    def text(self) -> str:
-        return "" if self.body is None else json.dumps(self.body)
-
-    def iter_lines(self) -> Iterator[str]:
-        return iter(self.lines)
-
-    def close(self) -> None:
-        return None
 
 
 def complete_frame(stage: str) -> list[str]:

@@ -33,7 +33,6 @@ READ_ONLY = {"apply-jobs"} | {r for r in ROUTES if r.startswith("synced-")}
 
 @pytest.fixture
 def one_of_each(hv, netbox_objects, superuser):
-    from django.contrib.contenttypes.models import ContentType
     from ipam.models import VLAN, IPAddress, Prefix
     from netbox_hvsync import models
     from virtualization.models import VirtualDisk, VMInterface
@@ -64,12 +63,7 @@ def one_of_each(hv, netbox_objects, superuser):
         "replications": models.Replication.objects.create(
             endpoint=endpoint, replication_id="100-0", virtual_machine=vm, guest=100, target="pve2", jobnum=0
         ),
-        "deletion-requests": models.DeletionRequest.objects.create(
-            object_type=ContentType.objects.get_for_model(vm),
-            object_id=vm.pk,
-            object_repr="web-1",
-            requested_by=superuser,
-        ),
+        "deletion-requests": deletion_request(vm, "web-1", superuser),
         "apply-jobs": models.ApplyJob.objects.create(endpoint=endpoint, plan={"steps": 1}),
         "synced-virtual-machines": models.SyncedVirtualMachine.objects.create(
             endpoint=endpoint, virtual_machine=vm, cluster=hv["hv_cluster"], node_name="pve1", vmid=100
@@ -247,20 +241,26 @@ def test_global_search_finds_plugin_records(ui, hv):
     assert f"/plugins/hvsync/hv-endpoints/{endpoint.pk}/" in page
 
 
+def deletion_request(vm, label: str, requester):
+    """A pending deletion request for `vm`, filed by `requester`."""
+    from django.contrib.contenttypes.models import ContentType
+    from netbox_hvsync.models import DeletionRequest
+
+    return DeletionRequest.objects.create(
+        object_type=ContentType.objects.get_for_model(vm),
+        object_id=vm.pk,
+        object_repr=label,
+        requested_by=requester,
+    )
+
+
 def test_deletion_request_four_eyes_approve_and_reject(ui, superuser, netbox_objects):
     """The requester cannot approve their own request; another user can; a decided request stays decided."""
-    from django.contrib.contenttypes.models import ContentType
     from django.test import Client
-    from netbox_hvsync.models import DeletionRequest
     from users.models import User
 
     vm = netbox_objects["vm2"]
-    own = DeletionRequest.objects.create(
-        object_type=ContentType.objects.get_for_model(vm),
-        object_id=vm.pk,
-        object_repr="db-1",
-        requested_by=superuser,
-    )
+    own = deletion_request(vm, "db-1", superuser)
     page = ui.get(own.get_absolute_url()).content.decode()
     assert 'id="deletion-approve"' in page and 'id="deletion-reject"' in page
     text = ui.post(f"/plugins/hvsync/deletion-requests/{own.pk}/approve/", follow=True).content.decode()
@@ -279,30 +279,18 @@ def test_deletion_request_four_eyes_approve_and_reject(ui, superuser, netbox_obj
     own.refresh_from_db()
     assert own.status == "approved" and "already approved" in again
 
-    withdrawn = DeletionRequest.objects.create(
-        object_type=ContentType.objects.get_for_model(vm),
-        object_id=vm.pk,
-        object_repr="db-2",
-        requested_by=superuser,
-    )
+    withdrawn = deletion_request(vm, "db-2", superuser)
     ui.post(f"/plugins/hvsync/deletion-requests/{withdrawn.pk}/reject/")
     withdrawn.refresh_from_db()
     assert withdrawn.status == "rejected" and withdrawn.approved_by is None
 
 
 def test_deciding_needs_change_permission(netbox_objects, superuser):
-    from django.contrib.contenttypes.models import ContentType
     from django.test import Client
-    from netbox_hvsync.models import DeletionRequest
     from users.models import User
 
     vm = netbox_objects["vm2"]
-    row = DeletionRequest.objects.create(
-        object_type=ContentType.objects.get_for_model(vm),
-        object_id=vm.pk,
-        object_repr="db-3",
-        requested_by=superuser,
-    )
+    row = deletion_request(vm, "db-3", superuser)
     client = Client()
     client.force_login(User.objects.create_user(username="no-change"))
     assert client.post(f"/plugins/hvsync/deletion-requests/{row.pk}/approve/").status_code == 403
