@@ -1,0 +1,71 @@
+"""Wire data the hvsync backend and the NetBox plugin must agree on, loaded from `wire.json` beside it.
+
+This folder (`contracts/wire/`) is the single source: `hvsync_backend/wire` and `netbox_hvsync/wire` are
+symlinks to it, so both products ship the same data and the same code. It uses the standard library only
+(the plugin has no dependencies of its own) and imports nothing of either product.
+
+- `STAGES` / `STAGE_ROUTES` / `FULL_UPDATE_ROUTE`: the 13 staged-pipeline stages and their stream routes;
+- `SELECTED_KINDS`: the selected-object (`/sync/individual/<kind>`) kinds, their routes and query names;
+- `wire.keys`: the `hvsync_key` custom-field format;
+- `wire.redaction`: the credential key list and the redaction both products apply.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+__all__ = [
+    "DATA",
+    "FULL_UPDATE_ROUTE",
+    "SELECTED_KINDS",
+    "STAGES",
+    "STAGE_ROUTES",
+    "STAGE_SLUGS",
+    "WIRE_VERSION",
+    "SelectedKind",
+    "StageRoute",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class StageRoute:
+    """One stage of the staged pipeline: its slug (job data, plugin choices) and its stream route."""
+
+    slug: str
+    route: str
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class SelectedKind:
+    """A selected-object sync kind: the backend route, the query names that name one object, and the
+    plugin's object type (`app_label.model`) it is offered for (None: backend-only kinds)."""
+
+    kind: str
+    route: str
+    query: tuple[str, ...]
+    object_type: str | None
+
+
+def _load() -> Mapping[str, Any]:
+    data: dict[str, Any] = json.loads(Path(__file__).with_name("wire.json").read_text(encoding="utf-8"))
+    return MappingProxyType(data)
+
+
+DATA: Mapping[str, Any] = _load()
+WIRE_VERSION: int = int(DATA["version"])
+STAGES: tuple[StageRoute, ...] = tuple(StageRoute(**stage) for stage in DATA["stages"])
+STAGE_SLUGS: tuple[str, ...] = tuple(stage.slug for stage in STAGES)
+STAGE_ROUTES: Mapping[str, str] = MappingProxyType({stage.slug: stage.route for stage in STAGES})
+FULL_UPDATE_ROUTE: str = str(DATA["full_update_route"])
+SELECTED_KINDS: Mapping[str, SelectedKind] = MappingProxyType(
+    {
+        item["kind"]: SelectedKind(item["kind"], item["route"], tuple(item["query"]), item["object_type"])
+        for item in DATA["selected_objects"]
+    }
+)
