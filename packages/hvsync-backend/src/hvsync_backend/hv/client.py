@@ -18,6 +18,7 @@ import httpx
 
 from hvsync_backend.endpoints.service import HvTarget
 from hvsync_backend.hv.errors import ProxmoxAuthError, ProxmoxHTTPError, ProxmoxUnreachable
+from hvsync_backend.wire.redaction import sweep_text
 
 TICKET_LIFETIME = 2 * 3600.0
 TICKET_RENEW_AFTER = TICKET_LIFETIME - 15 * 60
@@ -75,14 +76,8 @@ class ProxmoxClient:
         return usable
 
     def _scrub(self, text: str) -> str:
-        for secret in (
-            self.target.password,
-            self.target.token_value,
-            self._ticket[0] if self._ticket else None,
-        ):
-            if secret:
-                text = text.replace(secret, "[redacted]")
-        return text[:_MAX_DETAIL]
+        secrets = (self.target.password, self.target.token_value, self._ticket[0] if self._ticket else None)
+        return sweep_text(text, [s for s in secrets if s])[:_MAX_DETAIL]
 
     async def _auth_headers(self, method: str, write: bool) -> dict[str, str]:
         t = self.target

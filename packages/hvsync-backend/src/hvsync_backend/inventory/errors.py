@@ -6,33 +6,13 @@ no credential ever reaches a frame.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-_SECRET_KEYS = re.compile(r"(token|password|secret|authorization|api[-_ ]?key|cookie)", re.IGNORECASE)
-_TOKEN_TEXT = re.compile(r"(Token|Bearer)\s+\S+", re.IGNORECASE)
-_MAX_DEPTH = 8
+from hvsync_backend.wire.redaction import redact
+
+__all__ = ["NetBoxAuthError", "NetBoxError", "NetBoxHTTPError", "NetBoxUnreachable", "redact"]
+
 _MAX_DETAIL = 2000
-
-
-def redact(value: Any, secrets: tuple[str, ...] = (), depth: int = 0) -> Any:
-    """Return `value` with credential-keyed entries and known secret strings replaced by `[redacted]`."""
-    if depth > _MAX_DEPTH:
-        return "[redacted: nesting depth limit]"
-    if isinstance(value, dict):
-        return {
-            k: "[redacted]" if _SECRET_KEYS.search(str(k)) else redact(v, secrets, depth + 1)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [redact(v, secrets, depth + 1) for v in value]
-    if isinstance(value, str):
-        text = _TOKEN_TEXT.sub(r"\1 [redacted]", value)
-        for secret in secrets:
-            if secret and len(secret) >= 4:
-                text = text.replace(secret, "[redacted]")
-        return text
-    return value
 
 
 class NetBoxError(Exception):

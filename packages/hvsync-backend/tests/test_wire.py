@@ -1,0 +1,37 @@
+"""The backend loads the shared wire data from contracts/wire (one source with the plugin)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from hvsync_backend import wire
+from hvsync_backend.wire import keys, redaction
+
+CONTRACTS = Path(__file__).resolve().parents[3] / "contracts"
+CASES = json.loads((CONTRACTS / "redaction-cases.json").read_text(encoding="utf-8"))["cases"]
+
+
+def test_wire_is_the_contracts_folder() -> None:
+    assert Path(wire.__file__).resolve().parent == (CONTRACTS / "wire").resolve()
+
+
+def test_wire_json_matches_its_schema() -> None:
+    schema = json.loads((CONTRACTS / "wire.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(schema).validate(dict(wire.DATA))
+    assert len(wire.STAGES) == 13 and wire.STAGE_SLUGS[0] == "devices"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_shared_redaction_cases(case: dict) -> None:
+    assert redaction.redact(case["input"], case.get("known", [])) == case["expected"]
+
+
+def test_key_format_round_trips() -> None:
+    key = keys.format_key("vm_interface", endpoint=keys.endpoint_identity(plugin_pk=3), vmid=101, slot="net0")
+    assert key == "inv3|vm|101|nic|net0"
+    assert keys.parse_key(key) == ("vm_interface", {"endpoint": "inv3", "vmid": "101", "slot": "net0"})
+    assert keys.parse_key("ep7|cluster") == ("cluster", {"endpoint": "ep7"})
+    assert keys.parse_key("hand edited") is None
