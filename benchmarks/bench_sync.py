@@ -36,8 +36,8 @@ from hvsync_backend.hv.client import ProxmoxClient
 from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.proxmox import HvSource
+from hvsync_backend.sync.registry import BY_SLUG
 from hvsync_backend.sync.runner import execute
-from hvsync_backend.sync.stages.registry import BY_SLUG
 from pve_emulator.config import DEFAULT_TOKEN_ID, DEFAULT_TOKEN_SECRET
 from pve_emulator.testing import running_emulator
 

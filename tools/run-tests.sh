@@ -10,7 +10,7 @@ PYTEST_ARGS=${PYTEST_ARGS:-}
 status=0
 
 # One pytest process per suite: each suite has its own conftest.py and fixtures.
-for suite in packages/pve-emulator/tests packages/hvsync-backend/tests packages/netbox-hvsync/tests/core; do
+for suite in packages/pve-emulator/tests packages/hvsync-backend/tests packages/netbox-hvsync/tests/rules; do
   echo "== $suite"
   .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS "$suite" || status=1
 done

@@ -14,12 +14,12 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from hvsync_backend import __version__
 from hvsync_backend.api import endpoints, hv, keys, meta
+from hvsync_backend.api import sync as sync_api
 from hvsync_backend.config import Settings
 from hvsync_backend.context import BackendContext, NotReady, build_context
 from hvsync_backend.endpoints.crypto import CredentialDecryptError
 from hvsync_backend.endpoints.registry import EndpointInvalid
 from hvsync_backend.endpoints.schemas import SECRET_FIELDS
-from hvsync_backend.sync import api as sync_api
 
 log = logging.getLogger("hvsync_backend")
 

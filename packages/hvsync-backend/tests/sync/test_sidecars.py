@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hvsync_backend.sync import sidecars
-from hvsync_backend.sync.engine import with_key_mirror
+from hvsync_backend.sync.framework import with_key_mirror
 from hvsync_backend.sync.reconcile import Desired, make_plan
 
 

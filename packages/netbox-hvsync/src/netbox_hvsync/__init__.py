@@ -1,6 +1,6 @@
 """netbox-hvsync: the NetBox plugin of hvsync.
 
-`netbox_hvsync.core` holds the SPEC's rules in plain Python and must import without NetBox, so the
+`netbox_hvsync.rules` holds the SPEC's rules in plain Python and must import without NetBox, so the
 PluginConfig is only defined when NetBox itself is importable.
 """
 
@@ -8,7 +8,7 @@ __version__ = "0.0.26.post7"
 
 try:
     from netbox.plugins import PluginConfig
-except ImportError:  # outside NetBox: only netbox_hvsync.core is usable
+except ImportError:  # outside NetBox: only netbox_hvsync.rules is usable
     PluginConfig = None  # type: ignore[assignment,misc]
 
 if PluginConfig is not None:
@@ -26,9 +26,6 @@ if PluginConfig is not None:
 
         def ready(self) -> None:
             super().ready()
-            from netbox_hvsync import (
-                receivers,  # noqa: F401  (push on save, key adoption)
-                signals,  # noqa: F401  (connects the deletion guard)
-            )
+            from netbox_hvsync import signal_receivers  # noqa: F401  (push on save, key adoption, deletion guard)
 
     config = HvsyncConfig

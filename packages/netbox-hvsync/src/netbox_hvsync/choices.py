@@ -2,6 +2,8 @@
 
 from utilities.choices import ChoiceSet
 
+from netbox_hvsync.wire import STAGE_SLUGS
+
 
 class KeyStateChoices(ChoiceSet):
     PENDING = "pending"
@@ -91,22 +93,9 @@ class ApplyJobStatusChoices(ChoiceSet):
     ]
 
 
-# The 13 stages of the staged pipeline, in order (DESIGN 3); "all" selects every stage.
-SYNC_STAGES: tuple[str, ...] = (
-    "devices",
-    "storage",
-    "virtual-machines",
-    "task-history",
-    "vm-disks",
-    "vm-backups",
-    "vm-snapshots",
-    "network-interfaces",
-    "vm-interfaces",
-    "ip-addresses",
-    "sdn",
-    "replications",
-    "backup-routines",
-)
+# The 13 stages of the staged pipeline, in order (DESIGN 3; wire data shared with the backend);
+# "all" selects every stage.
+SYNC_STAGES: tuple[str, ...] = STAGE_SLUGS
 SYNC_TYPE_ALL = "all"
 
 

@@ -85,8 +85,8 @@ class SyncJob(JobRunner):
         raise AssertionError("unreachable")
 
     def run(self, *args: Any, sync: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        """Preflight, scope, local reconciliation and the stage loop (netbox_hvsync.sync_runner)."""
-        from netbox_hvsync.sync_runner import run_sync_job
+        """Preflight, scope, local reconciliation and the stage loop (netbox_hvsync.sync.runner)."""
+        from netbox_hvsync.sync.runner import run_sync_job
 
         data = self.job.data or {}
         run_sync_job(self.job, self.logger, dict(data.get("sync") or sync or build_sync_block()))
@@ -128,7 +128,7 @@ def enqueue_sync(
     """Queue one sync run (staged or selected objects) and return its core Job row.
 
     `use_branch`: the stages write into a netbox-branching working branch of the job's own, merged at
-    the end (SPEC 3.3; netbox_hvsync.branching)."""
+    the end (SPEC 3.3; netbox_hvsync.sync.branching)."""
     block = build_sync_block(
         sync_types=sync_types,
         hv_endpoint_ids=hv_endpoint_ids,

@@ -1,12 +1,9 @@
-"""UI routes under /plugins/hvsync/ (views are generated per model in views.MODEL_UIS)."""
+"""UI routes under /plugins/hvsync/ (views are generated per model in views.objects.MODEL_UIS)."""
 
 from django.urls import include, path
 from utilities.urls import get_model_urls
 
-from . import views
-from .views_deletion import DeletionRequestDecideView
-from .views_schedule import SyncScheduleView
-from .views_sync_state import SyncStateView
+from .views import DeletionRequestDecideView, HomeView, SyncScheduleView, SyncStateView
 
 ROUTES = (
     ("backend-endpoints", "backendendpoint"),
@@ -32,7 +29,7 @@ ROUTES = (
 )
 
 urlpatterns = [
-    path("", views.HomeView.as_view(), name="home"),
+    path("", HomeView.as_view(), name="home"),
     path("sync-state/", SyncStateView.as_view(), name="sync_state"),
     path("sync/schedule/", SyncScheduleView.as_view(), name="sync_schedule"),
     path(

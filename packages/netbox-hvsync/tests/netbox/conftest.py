@@ -5,7 +5,15 @@ migrations applied) and configured Django to use it, so pytest-django must not c
 of its own: each test runs in a transaction that is rolled back.
 """
 
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
+import requests
 
 
 @pytest.fixture(scope="session")
@@ -116,3 +124,56 @@ def hv(db, netbox_objects):
         "pbs": pbs,
         **netbox_objects,
     }
+
+
+REPO = Path(__file__).resolve().parents[4]
+BACKEND_BIN = REPO / ".venv" / "bin" / "hvsync-backend"
+CANDIDATE = "adoptKEY-" + "c4f1" * 10
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def backend(tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    log = open(tmp_path / "backend.log", "ab")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [str(BACKEND_BIN), "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env={**os.environ, "HVSYNC_DATA_DIR": str(tmp_path / "data")},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                if requests.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except requests.RequestException:
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def user_with(*perms: str):
+    """A logged-in client for a user holding only these NetBox object permissions."""
+    from django.contrib.contenttypes.models import ContentType
+    from django.test import Client
+    from users.models import ObjectPermission, User
+
+    user = User.objects.create_user(username=f"limited-{len(perms)}-{User.objects.count()}")
+    for perm in perms:
+        app, codename = perm.split(".")
+        action, model = codename.split("_", 1)
+        permission = ObjectPermission.objects.create(name=f"{perm}-{user.pk}", actions=[action])
+        permission.object_types.set([ContentType.objects.get(app_label=app, model=model)])
+        permission.users.add(user)
+    client = Client()
+    client.force_login(user)
+    return client

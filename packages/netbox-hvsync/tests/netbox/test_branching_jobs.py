@@ -14,50 +14,23 @@ Provisioning commits a schema and uses separate connections, so these tests are 
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from backend_fakes import BACKEND_ID, FakeResponse, complete_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-BACKEND_ID = 7
-
-
-@dataclass
-class FakeResponse:
-    status_code: int
-    body: Any = None
-    lines: list[str] = field(default_factory=list)
-    headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
-
-    @property
-    def text(self) -> str:
-        return "" if self.body is None else json.dumps(self.body)
-
-    def iter_lines(self) -> Iterator[str]:
-        return iter(self.lines)
-
-    def close(self) -> None:
-        return None
-
-
-def complete_frame(stage: str, created: int) -> list[str]:
-    summary = {"created": created, "updated": 0, "unchanged": 0, "deleted": 0, "failed": 0}
-    payload = {"stage": stage, "ok": True, "summary": summary, "duration_ms": 1, "errors": [], "error": None}
-    return ["event: complete", "id: 1", "data: " + json.dumps(payload), ""]
 
 
 class FakeBackend:
     """The backend's answers the job reads, plus NetBox writes made under the requested branch."""
 
     def __init__(self, hv_row: dict[str, Any], user: Any, *, reconcile_ok: bool = True) -> None:
-        from netbox_hvsync.sync_runner import RECONCILE_ROUTES, STAGE_ROUTES
+        from netbox_hvsync.sync.runner import RECONCILE_ROUTES, STAGE_ROUTES
 
         self.stage_of = {path: stage for stage, path in STAGE_ROUTES.items()}
         self.reconcile_paths = set(RECONCILE_ROUTES.values())
@@ -105,10 +78,11 @@ class FakeBackend:
 @pytest.fixture
 def world(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     """A user, one Proxmox endpoint, and the job's backend replaced by FakeBackend."""
-    from netbox_hvsync import sync_runner
-    from netbox_hvsync.core.transport import BackendContext
+    from netbox_hvsync.backend.push import hv_record
+    from netbox_hvsync.backend.resolution import ResolvedBackend
     from netbox_hvsync.models import HvEndpoint
-    from netbox_hvsync.push_service import ResolvedBackend, hv_record
+    from netbox_hvsync.rules.transport import BackendContext
+    from netbox_hvsync.sync import runner as sync_runner
     from users.models import User
 
     user = User.objects.create_user(username="branch-admin", password="pw", is_superuser=True)

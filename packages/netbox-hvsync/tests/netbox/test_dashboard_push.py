@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import requests
-from test_orchestration_adoption import CANDIDATE, backend  # noqa: F401 - the real-backend fixture
+from conftest import CANDIDATE
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +27,7 @@ def _endpoint(name: str, secret: str):
 
 
 def test_viewing_the_dashboard_pushes_the_selected_endpoint(
-    backend,  # noqa: F811
+    backend,
     ui,
     django_capture_on_commit_callbacks,
 ):

@@ -12,86 +12,20 @@ import json
 import logging
 from types import SimpleNamespace
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from test_branching_jobs import FakeResponse  # the answer shape the job reads, shared
+from backend_fakes import BACKEND_ID, FakeBackend, FakeResponse
 
 pytestmark = pytest.mark.django_db
-
-BACKEND_ID = 7
-FIREWALL = {
-    "options": {"enable": 1, "policy_in": "DROP", "policy_out": "ACCEPT"},
-    "groups": [
-        {"group": "web", "rules": [{"pos": 0}, {"pos": 1}]},
-        {"group": "mgmt", "rules": [{"pos": 0}]},
-    ],
-    "rules": [{"pos": 0}, {"pos": 1}, {"pos": 2}],
-    "aliases": [{"name": "gateway", "cidr": "10.10.0.1"}, {"name": "monitoring", "cidr": "10.10.0.50"}],
-    "ipsets": [{"name": "mgmt-nets", "entries": [{"cidr": "10.10.0.0/24"}, {"cidr": "192.168.100.0/24"}]}],
-}
-OPTIONS = {"keyboard": "en-us", "console": "html5", "mac_prefix": "BC:24:11"}
-TEMPLATES = [
-    {"node": "pve1", "vmid": 900, "type": "lxc", "name": "ct-tpl", "config": {"template": 1}},
-    {"node": "pve1", "vmid": 901, "type": "qemu", "name": "vm-tpl", "config": {"template": 1}},
-]
-
-
-def complete_frame(stage: str) -> list[str]:
-    summary = {"created": 0, "updated": 0, "unchanged": 0, "deleted": 0, "failed": 0}
-    payload = {"stage": stage, "ok": True, "summary": summary, "duration_ms": 1, "errors": [], "error": None}
-    return ["event: complete", "id: 1", "data: " + json.dumps(payload), ""]
-
-
-class FakeBackend:
-    """Answers the reconciliation routes like the real backend; `answers` overrides one route."""
-
-    def __init__(self, hv_row: dict[str, Any]) -> None:
-        from netbox_hvsync.sync_runner import STAGE_ROUTES
-
-        self.stage_of = {path: stage for stage, path in STAGE_ROUTES.items()}
-        self.hv_row = hv_row
-        self.data: dict[str, Any] = {
-            "/hv/cluster/status": [{"type": "cluster", "name": "alpha"}, {"type": "node", "name": "pve1"}],
-            "/hv/nodes/": [{"node": "pve1"}],
-            "/hv/cluster/firewall": FIREWALL,
-            "/hv/cluster/options": OPTIONS,
-            "/hv/templates": TEMPLATES,
-        }
-        self.answers: dict[str, Any] = {}
-        self.calls: list[tuple[str, dict[str, list[str]]]] = []
-
-    def request(self, method: str, url: str, **_: Any) -> FakeResponse:
-        from netbox_hvsync.core.transport import TransportError
-
-        parts = urlsplit(url)
-        path = parts.path
-        if method == "GET" and path == "/hv/endpoints":
-            return FakeResponse(200, [self.hv_row])
-        if method == "GET" and path in self.data:
-            self.calls.append((path, parse_qs(parts.query)))
-            answer = self.answers.get(path)
-            if isinstance(answer, Exception):
-                raise answer if isinstance(answer, TransportError) else TransportError(str(answer))
-            if answer is not None:
-                return answer
-            entry = {"endpoint_id": BACKEND_ID, "endpoint_name": "pve-a", "ok": True, "data": self.data[path]}
-            return FakeResponse(200, {"endpoints": [{**entry, "error": None}]})
-        return FakeResponse(404, {"detail": f"not faked: {method} {path}"})
-
-    def open_stream(self, url: str, *, headers: Any, params: dict[str, str]) -> FakeResponse:
-        return FakeResponse(200, lines=complete_frame(self.stage_of[urlsplit(url).path]), headers={})
-
-    def close(self) -> None:
-        return None
 
 
 @pytest.fixture
 def world(hv, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     """The conftest's endpoint `pve-a` (backend id 7 at the fake backend), preflight stubbed."""
-    from netbox_hvsync import sync_runner
-    from netbox_hvsync.core.transport import BackendContext
-    from netbox_hvsync.push_service import ResolvedBackend, hv_record
+    from netbox_hvsync.backend.push import hv_record
+    from netbox_hvsync.backend.resolution import ResolvedBackend
+    from netbox_hvsync.rules.transport import BackendContext
+    from netbox_hvsync.sync import runner as sync_runner
 
     record = hv_record(hv["endpoint"])
     hv_row = {
@@ -234,8 +168,8 @@ def test_a_failed_part_is_a_warning_and_classified_unsuccessful(world):
 
 def test_unreachable_backend_for_a_part_and_the_classification(world):
     """SPEC 3.3: the value `reconcile_locally` returns is what a branched job hands `finish_branch`."""
-    from netbox_hvsync.core.transport import TransportError
-    from netbox_hvsync.sync_runner import SyncRun
+    from netbox_hvsync.rules.transport import TransportError
+    from netbox_hvsync.sync.runner import SyncRun
 
     world.backend.answers["/hv/templates"] = TransportError("read timed out", kind="timeout")
     job = run(world)

@@ -7,55 +7,16 @@ Tests run inside a rolled-back transaction, so post-commit work is driven explic
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import threading
-import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from pathlib import Path
 
 import pytest
 import requests
-from conftest import API
+from conftest import API, CANDIDATE, free_port
 
 pytestmark = pytest.mark.django_db
 
-REPO = Path(__file__).resolve().parents[4]
-BACKEND_BIN = REPO / ".venv" / "bin" / "hvsync-backend"
-CANDIDATE = "adoptKEY-" + "c4f1" * 10
 OTHER = "otherKEY-" + "9ab3" * 10
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def backend(tmp_path: Path) -> Iterator[str]:
-    port = _free_port()
-    log = open(tmp_path / "backend.log", "ab")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [str(BACKEND_BIN), "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env={**os.environ, "HVSYNC_DATA_DIR": str(tmp_path / "data")},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(200):
-            try:
-                if requests.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
 
 
 def needs_bootstrap(url: str) -> bool:
@@ -97,7 +58,7 @@ def test_unreachable_backend_refuses_the_save_and_keeps_the_stored_key(api, back
         API + "backend-endpoints/", {"name": "b", "backend_url": backend, "token": CANDIDATE}, format="json"
     )
     pk = created.json()["id"]
-    dead = f"http://127.0.0.1:{_free_port()}"
+    dead = f"http://127.0.0.1:{free_port()}"
     moved = api.patch(f"{API}backend-endpoints/{pk}/", {"backend_url": dead, "token": OTHER}, format="json")
     assert moved.status_code == 400 and "unreachable" in moved.json()["detail"]
     assert OTHER not in moved.content.decode()

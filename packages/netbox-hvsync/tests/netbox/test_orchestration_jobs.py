@@ -4,7 +4,7 @@ job row carries the same message as the raised error, and job data is persisted 
 from __future__ import annotations
 
 import pytest
-from test_orchestration_adoption import CANDIDATE, backend  # noqa: F401  (fixture)
+from conftest import CANDIDATE
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +36,7 @@ def test_b1_names_the_pinned_backend_endpoint(db):
     assert job.status == "failed" and f"selected backend endpoint id {off.pk}" in job.error
 
 
-def test_no_enabled_inventory_endpoint_is_b2(backend):  # noqa: F811
+def test_no_enabled_inventory_endpoint_is_b2(backend):
     from netbox_hvsync.models import BackendEndpoint, InventoryEndpoint
 
     row = BackendEndpoint(name="b", url=backend)

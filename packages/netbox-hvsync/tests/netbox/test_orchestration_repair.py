@@ -3,33 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from test_orchestration_adoption import CANDIDATE, backend  # noqa: F401  (fixture)
+from conftest import CANDIDATE, user_with
 
 pytestmark = pytest.mark.django_db
 
 PAGE = "/plugins/hvsync/sync-state/"
 
 
-def user_with(*perms: str):
-    """A logged-in client for a user holding only these NetBox object permissions."""
-    from django.contrib.contenttypes.models import ContentType
-    from django.test import Client
-    from users.models import ObjectPermission, User
-
-    user = User.objects.create_user(username=f"limited-{len(perms)}-{User.objects.count()}")
-    for perm in perms:
-        app, codename = perm.split(".")
-        action, model = codename.split("_", 1)
-        permission = ObjectPermission.objects.create(name=f"{perm}-{user.pk}", actions=[action])
-        permission.object_types.set([ContentType.objects.get(app_label=app, model=model)])
-        permission.users.add(user)
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.fixture
-def configured(backend):  # noqa: F811
+def configured(backend):
     from netbox_hvsync.models import BackendEndpoint
 
     row = BackendEndpoint(name="b", url=backend)

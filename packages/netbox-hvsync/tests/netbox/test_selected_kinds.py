@@ -15,8 +15,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from backend_fakes import BACKEND_ID, FakeBackend, FakeResponse
 from conftest import API
-from test_local_reconciliation import BACKEND_ID, FakeBackend, FakeResponse
 
 pytestmark = pytest.mark.django_db
 
@@ -53,8 +53,9 @@ class IndividualBackend(FakeBackend):
 @pytest.fixture
 def world(hv, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     from netbox_hvsync import models, sync_runner
-    from netbox_hvsync.core.transport import BackendContext
-    from netbox_hvsync.push_service import ResolvedBackend, hv_record
+    from netbox_hvsync.backend.push import hv_record
+    from netbox_hvsync.backend.resolution import ResolvedBackend
+    from netbox_hvsync.rules.transport import BackendContext
 
     record = hv_record(hv["endpoint"])
     backend = IndividualBackend(
@@ -192,7 +193,7 @@ def test_objects_are_pinned_to_the_owner_of_their_cluster(world):
 
 
 def test_schedule_accepts_object_ids_for_every_kind(api, world):
-    from netbox_hvsync.selected_sync import SELECTED_TYPES
+    from netbox_hvsync.sync.selected import SELECTED_TYPES
 
     assert set(SELECTED_TYPES) == {"virtualization.virtualmachine", STORAGE, BACKUP, SNAPSHOT, TASK}
     for label, pk in [

@@ -1,4 +1,4 @@
-"""The SQL sync-job filters give exactly the answers of the reference predicates in netbox_hvsync.core."""
+"""The SQL sync-job filters give exactly the answers of the reference predicates in netbox_hvsync.rules."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def shaped_jobs(hv):
 
 
 def reference_ids(rows, criteria, hv):
-    from netbox_hvsync.core.job_filters import EndpointResolvers, job_matches
+    from netbox_hvsync.rules.job_filters import EndpointResolvers, job_matches
 
     resolvers = EndpointResolvers(
         cluster_endpoint=lambda pk: {
@@ -79,7 +79,7 @@ def reference_ids(rows, criteria, hv):
 
 
 def test_sql_filters_equal_reference_predicates(api, hv, shaped_jobs):
-    from netbox_hvsync.core.job_filters import SyncJobCriteria
+    from netbox_hvsync.rules.job_filters import SyncJobCriteria
 
     e1, e2, vm1 = hv["endpoint"].pk, hv["other"].pk, hv["vm1"].pk
     cases = [

@@ -7,8 +7,8 @@ from typing import Any
 from hvsync_backend.context import BackendContext
 from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.inventory.errors import NetBoxError
-from hvsync_backend.sync.engine import MANAGED_TAG, StageAborted, SyncContext
 from hvsync_backend.sync.options import SyncOptions
+from hvsync_backend.sync.run import MANAGED_TAG, StageAborted, SyncContext
 from hvsync_backend.sync.sources import load_targets
 from hvsync_backend.sync.support import custom_field_definitions, reconcile_custom_fields
 

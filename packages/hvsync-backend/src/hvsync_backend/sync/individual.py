@@ -12,16 +12,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hvsync_backend.sync.engine import Kind, Stage
+from hvsync_backend import wire
 from hvsync_backend.sync.focus import Focus, parse_upid, volid_storage, volid_vmid
+from hvsync_backend.sync.framework import Kind, Stage
+from hvsync_backend.sync.registry import BY_SLUG
 from hvsync_backend.sync.stages.backups_tasks import BackupKind, TaskKind
 from hvsync_backend.sync.stages.devices import ClusterKind, DeviceKind
 from hvsync_backend.sync.stages.network_interfaces import NodeInterfaceKind, NodeInterfaceLinkKind
 from hvsync_backend.sync.stages.plugin_records import PluginClusterKind, PluginNodeKind, PluginStorageKind
-from hvsync_backend.sync.stages.registry import BY_SLUG
 from hvsync_backend.sync.stages.vm_snapshots import SnapshotKind
 
-KINDS = ("cluster", "node", "vm", "storage", "backup", "snapshot", "task-history")
+#: the selected-object kinds of `/sync/individual/<kind>` (wire data shared with the plugin)
+KINDS = tuple(wire.SELECTED_KINDS)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 

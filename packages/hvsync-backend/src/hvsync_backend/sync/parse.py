@@ -119,3 +119,13 @@ def disks(kind: str, config: dict[str, Any]) -> list[Disk]:
             continue
         out.append(Disk(key, props.get("_", ""), size))
     return out
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """One address seen on one guest NIC."""
+
+    address: str  # normalised 'ip/prefix'
+    vm: str  # VM key
+    iface: str  # interface key
+    order: tuple[int, int]  # (vmid, nic slot) for deterministic ownership

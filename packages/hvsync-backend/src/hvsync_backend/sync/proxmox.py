@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hvsync_backend.inventory.errors import redact
+from hvsync_backend.wire.keys import endpoint_identity
 
 _INV_SUFFIX = re.compile(r"\(inv:(\d+)\)\s*$")
 
@@ -36,7 +37,9 @@ class HvSource:
     def identity(self) -> str:
         """Stable identity: the plugin's immutable `(inv:<pk>)` suffix, else the backend id."""
         match = _INV_SUFFIX.search(self.name)
-        return f"inv{match.group(1)}" if match else f"ep{self.backend_id}"
+        if match:
+            return endpoint_identity(plugin_pk=int(match.group(1)))
+        return endpoint_identity(backend_id=self.backend_id)
 
 
 class ProxmoxReadError(Exception):

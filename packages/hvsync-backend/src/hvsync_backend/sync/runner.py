@@ -12,9 +12,10 @@ from typing import Any
 
 from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.inventory.errors import NetBoxError
-from hvsync_backend.sync.engine import Counts, Emit, Stage, StageAborted, SyncContext, stage_summary
+from hvsync_backend.sync.framework import Stage, stage_summary
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReadError
+from hvsync_backend.sync.run import Counts, Emit, StageAborted, SyncContext
 from hvsync_backend.sync.support import prepare
 
 
@@ -48,9 +49,9 @@ def start_prefetch(ctx: SyncContext) -> None:
     NetBox serialises lists slowly (seconds for 1,000-2,000 rows) but runs several workers, so the reads
     overlap each other and the Proxmox reads. A kind that runs after a write that could change its list
     reads again (the client's cache answers only reads no later write has made stale)."""
-    if ctx.cache.get("prefetched"):
+    if ctx.lookups.prefetched:
         return
-    ctx.cache["prefetched"] = True
+    ctx.lookups.prefetched = True
     for kind in ctx.upcoming:
         kind.prefetch(ctx)
 

@@ -15,15 +15,13 @@ import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from hvsync_backend.inventory.errors import NetBoxError, NetBoxHTTPError
+from hvsync_backend.sync.plugin_endpoints import PLUGIN_API, plugin_endpoints
 from hvsync_backend.sync.reconcile import Desired, diff_fields
+from hvsync_backend.sync.run import Counts, SidecarState, SyncContext
 
-if TYPE_CHECKING:
-    from hvsync_backend.sync.engine import Counts, Kind, SyncContext
-
-BASE = "plugins/hvsync"
 #: rows are read per endpoint (`endpoint_id=`), so the nested endpoint is never serialised (~30% of a read)
 COMMON_READ = ("id",)
 
@@ -45,13 +43,14 @@ class SidecarSpec:
     by_vmid: bool = False
 
 
-@dataclass(frozen=True)
-class State:
-    """One sidecar as read: its id, the core object it names, and its fields for comparison."""
+class Kind(Protocol):
+    """What sidecars need of a stage kind (`framework.Kind`): its name, sidecar model and scope."""
 
-    id: int
-    link_id: int
-    data: Mapping[str, Any]
+    name: str
+    sidecar: SidecarSpec | None
+    vm_scoped: bool
+
+    def accepts(self, key: str) -> bool: ...
 
 
 def nested_id(value: Any) -> int | None:
@@ -78,27 +77,27 @@ _VLAN_READ = (*COMMON_READ, "vlan", "zone", "vnet")
 GUEST_VLAN_PREFIX = "vid:"
 
 VIRTUAL_MACHINE = SidecarSpec(
-    f"{BASE}/synced-virtual-machines",
+    f"{PLUGIN_API}/synced-virtual-machines",
     "virtual_machine",
     (*COMMON_READ, "virtual_machine", "vmid", "vm_type", "node_name", "is_template", "cluster"),
     _vm,
     by_vmid=True,
 )
 DEVICE = SidecarSpec(
-    f"{BASE}/synced-devices",
+    f"{PLUGIN_API}/synced-devices",
     "device",
     (*COMMON_READ, "device", "node_name"),
     lambda i, r: f"{i}|node|{r['node_name']}" if r.get("node_name") else None,
 )
 VM_INTERFACE = SidecarSpec(
-    f"{BASE}/synced-interfaces",
+    f"{PLUGIN_API}/synced-interfaces",
     "vm_interface",
     _IFACE_READ,
     lambda i, r: f"{_vm(i, r)}|nic|{r['key']}" if _vm(i, r) and r.get("key") else None,
     by_vmid=True,
 )
 NODE_INTERFACE = SidecarSpec(
-    f"{BASE}/synced-interfaces",
+    f"{PLUGIN_API}/synced-interfaces",
     "interface",
     _IFACE_READ,
     lambda i, r: (
@@ -106,14 +105,14 @@ NODE_INTERFACE = SidecarSpec(
     ),
 )
 VIRTUAL_DISK = SidecarSpec(
-    f"{BASE}/synced-virtual-disks",
+    f"{PLUGIN_API}/synced-virtual-disks",
     "virtual_disk",
     (*COMMON_READ, "virtual_disk", "vmid", "key"),
     lambda i, r: f"{_vm(i, r)}|disk|{r['key']}" if _vm(i, r) and r.get("key") else None,
     by_vmid=True,
 )
 IP_ADDRESS = SidecarSpec(
-    f"{BASE}/synced-ip-addresses",
+    f"{PLUGIN_API}/synced-ip-addresses",
     "ip_address",
     (*COMMON_READ, "ip_address", "vmid", "interface_key", "address"),
     lambda i, r: f"{i}|ip|{str(r['address']).split('/')[0]}" if r.get("address") else None,
@@ -121,7 +120,7 @@ IP_ADDRESS = SidecarSpec(
 #: VLANs guests use (NIC tags) have no SDN vnet: their sidecar's vnet is `vid:<vid>` (never a valid
 #: Proxmox vnet id) and their zone is blank.
 GUEST_VLAN = SidecarSpec(
-    f"{BASE}/synced-vlans",
+    f"{PLUGIN_API}/synced-vlans",
     "vlan",
     _VLAN_READ,
     lambda i, r: (
@@ -131,7 +130,7 @@ GUEST_VLAN = SidecarSpec(
     ),
 )
 SDN_VLAN = SidecarSpec(
-    f"{BASE}/synced-vlans",
+    f"{PLUGIN_API}/synced-vlans",
     "vlan",
     _VLAN_READ,
     lambda i, r: (
@@ -141,7 +140,7 @@ SDN_VLAN = SidecarSpec(
     ),
 )
 PREFIX = SidecarSpec(
-    f"{BASE}/synced-prefixes",
+    f"{PLUGIN_API}/synced-prefixes",
     "prefix",
     (*COMMON_READ, "prefix", "vnet", "subnet"),
     lambda i, r: (
@@ -155,16 +154,13 @@ PREFIX = SidecarSpec(
 async def endpoint_pks(ctx: SyncContext) -> dict[int, int]:
     """Backend endpoint id -> the plugin's hv endpoint pk. Endpoints without one are reported once per
     run (their objects keep being found by `hvsync_key`, without sidecars)."""
-    # imported here: plugin_records imports the stages that import this module
-    from hvsync_backend.sync.stages.plugin_records import plugin_endpoints
-
     try:
         return await plugin_endpoints(ctx)
     except NetBoxHTTPError as exc:
         if exc.status != 404:
             raise
-        if not ctx.cache.get("sidecars:no_plugin"):
-            ctx.cache["sidecars:no_plugin"] = True
+        if not ctx.lookups.no_plugin_reported:
+            ctx.lookups.no_plugin_reported = True
             problem = {
                 **exc.as_problem("hvsync plugin"),
                 "detail": "the hvsync plugin is not installed in NetBox; sync-state sidecars skipped",
@@ -192,7 +188,7 @@ async def prefetch(ctx: SyncContext, kind: Kind) -> None:
             ctx.netbox.prefetch(kind.sidecar.path, read_params(ctx, kind, pk), fields=kind.sidecar.read)
 
 
-async def read(ctx: SyncContext, kind: Kind) -> dict[str, State]:
+async def read(ctx: SyncContext, kind: Kind) -> dict[str, SidecarState]:
     """This kind's sidecars within the run's endpoints, keyed by identity key."""
     spec = kind.sidecar
     if spec is None:
@@ -202,7 +198,7 @@ async def read(ctx: SyncContext, kind: Kind) -> dict[str, State]:
     pages = await asyncio.gather(
         *(ctx.netbox.list_all(spec.path, read_params(ctx, kind, pk), fields=spec.read) for pk in identity)
     )
-    out: dict[str, State] = {}
+    out: dict[str, SidecarState] = {}
     for pk, rows in zip(identity, pages, strict=True):
         for row in rows:
             link_id = nested_id(row.get(spec.link))
@@ -210,8 +206,8 @@ async def read(ctx: SyncContext, kind: Kind) -> dict[str, State]:
                 continue  # a row of the other kind sharing this model (VM vs node interface)
             key = spec.key_of(identity[pk], row)
             if key and kind.accepts(key):
-                out[key] = State(int(row["id"]), link_id, {**row, "endpoint": pk})
-    ctx.cache[f"sidecars:{kind.name}"] = out
+                out[key] = SidecarState(int(row["id"]), link_id, {**row, "endpoint": pk})
+    ctx.lookups.sidecars[kind.name] = out
     return out
 
 
@@ -224,7 +220,7 @@ async def write(
         return
     pks = await endpoint_pks(ctx)
     pk_of = {s.identity: pks[s.backend_id] for s in ctx.sources if s.backend_id in pks}
-    states: dict[str, State] = ctx.cache.get(f"sidecars:{kind.name}") or {}
+    states: dict[str, SidecarState] = ctx.lookups.sidecars.get(kind.name) or {}
     stamp = {"last_seen": datetime.now(UTC).isoformat(), "last_run_id": ctx.run_id}
     creates: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from hvsync_backend.inventory.errors import NetBoxError
-from hvsync_backend.sync.engine import KEY_FIELD, MANAGED_TAG, StageAborted, SyncContext
+from hvsync_backend.sync.run import KEY_FIELD, MANAGED_TAG, StageAborted, SyncContext
 
 #: Object types whose managed objects carry the identity key custom field.
 KEY_OBJECT_TYPES = (
@@ -36,22 +36,22 @@ SUPPORT_FIELDS = ("id", "slug")
 def prefetch_support(ctx: SyncContext, path: str, slugs: list[str]) -> None:
     """Start `ensure`'s lookups ahead of time (the same queries, so the run's cache answers them)."""
     for slug in slugs:
-        if f"support:{path}:{slug}" not in ctx.cache:
+        if f"{path}:{slug}" not in ctx.lookups.support_ids:
             ctx.netbox.prefetch(path, {"slug": slug}, fields=SUPPORT_FIELDS)
 
 
 async def ensure(ctx: SyncContext, path: str, slug: str, create: dict[str, Any]) -> int | None:
     """The id of the object with `slug` at `path`, creating it with `create` if missing."""
-    cache_key = f"support:{path}:{slug}"
-    if cache_key in ctx.cache:
-        return ctx.cache[cache_key]
+    cache_key = f"{path}:{slug}"
+    if cache_key in ctx.lookups.support_ids:
+        return ctx.lookups.support_ids[cache_key]
     rows = await ctx.netbox.list_all(path, {"slug": slug}, fields=SUPPORT_FIELDS)
     if rows:
-        ctx.cache[cache_key] = int(rows[0]["id"])
-        return ctx.cache[cache_key]
+        ctx.lookups.support_ids[cache_key] = int(rows[0]["id"])
+        return ctx.lookups.support_ids[cache_key]
     if ctx.options.dry_run:
         ctx.plans.append({"action": "create", "kind": f"support {path}", "object": slug, "fields": create})
-        ctx.cache[cache_key] = None
+        ctx.lookups.support_ids[cache_key] = None
         return None
     [result] = await ctx.netbox.bulk_create(path, [{**create, "slug": slug}])
     if isinstance(result, NetBoxError):
@@ -59,24 +59,24 @@ async def ensure(ctx: SyncContext, path: str, slug: str, create: dict[str, Any])
         rows = await ctx.netbox.list_all(path, {"slug": slug}, fields=("id", "slug"))
         if not rows:
             raise StageAborted(result.as_problem(f"{path} {slug}"))
-        ctx.cache[cache_key] = int(rows[0]["id"])
-        return ctx.cache[cache_key]
-    ctx.cache[cache_key] = int(result["id"])
-    return ctx.cache[cache_key]
+        ctx.lookups.support_ids[cache_key] = int(rows[0]["id"])
+        return ctx.lookups.support_ids[cache_key]
+    ctx.lookups.support_ids[cache_key] = int(result["id"])
+    return ctx.lookups.support_ids[cache_key]
 
 
 async def ensure_tags(ctx: SyncContext, names: set[str]) -> dict[str, str]:
     """Tag name -> slug for Proxmox tags (and the managed tag), creating missing tags."""
     wanted = {name: slugify(name) for name in names}
-    missing = {slug for slug in wanted.values() if f"support:tag:{slug}" not in ctx.cache}
+    missing = {slug for slug in wanted.values() if f"tag:{slug}" not in ctx.lookups.support_ids}
     if missing:
         rows = await ctx.netbox.list_all("extras/tags", fields=("id", "slug"))
         for row in rows:
-            ctx.cache[f"support:tag:{row['slug']}"] = int(row["id"])
+            ctx.lookups.support_ids[f"tag:{row['slug']}"] = int(row["id"])
         to_create = [
             {"name": name, "slug": slug, "color": "2196f3" if slug == MANAGED_TAG else "9e9e9e"}
             for name, slug in wanted.items()
-            if f"support:tag:{slug}" not in ctx.cache
+            if f"tag:{slug}" not in ctx.lookups.support_ids
         ]
         if to_create and not ctx.options.dry_run:
             results = await ctx.netbox.bulk_create("extras/tags", to_create)
@@ -86,7 +86,7 @@ async def ensure_tags(ctx: SyncContext, names: set[str]) -> dict[str, str]:
                         result.as_problem(f"tag {body['name']}"), f"tag {body['name']}: create failed"
                     )
                 else:
-                    ctx.cache[f"support:tag:{body['slug']}"] = int(result["id"])
+                    ctx.lookups.support_ids[f"tag:{body['slug']}"] = int(result["id"])
     return wanted
 
 
@@ -150,8 +150,8 @@ async def reconcile_custom_fields(ctx: SyncContext) -> dict[str, Any]:
 
 async def prepare(ctx: SyncContext) -> None:
     """Once per run: the identity custom field and the managed tag exist."""
-    if ctx.cache.get("prepared"):
+    if ctx.lookups.prepared:
         return
     await reconcile_custom_fields(ctx)
     await ensure_tags(ctx, {MANAGED_TAG})
-    ctx.cache["prepared"] = True
+    ctx.lookups.prepared = True

@@ -12,7 +12,7 @@ from rest_framework.routers import APIRootView
 from utilities.exceptions import AbortRequest
 
 from netbox_hvsync import filtersets, models
-from netbox_hvsync.sync_job_filters import SyncJobFilterSet, sync_jobs
+from netbox_hvsync.sync.job_queries import SyncJobFilterSet, sync_jobs
 
 from . import serializers
 

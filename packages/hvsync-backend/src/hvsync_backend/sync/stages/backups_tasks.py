@@ -11,20 +11,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hvsync_backend.inventory.errors import NetBoxError
-from hvsync_backend.sync.engine import Counts, Stage, SyncContext, known_ids
+from hvsync_backend.sync.focused import focus_nodes, ids_with_existing, node_allowed
+from hvsync_backend.sync.framework import Stage, known_ids
+from hvsync_backend.sync.guests import guests, vm_key
+from hvsync_backend.sync.plugin_endpoints import plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
+from hvsync_backend.sync.reads import clusters, storage_facts
 from hvsync_backend.sync.reconcile import Desired
-from hvsync_backend.sync.stages.devices import clusters
-from hvsync_backend.sync.stages.focused import focus_nodes, ids_with_existing, node_allowed
-from hvsync_backend.sync.stages.guests import guests, vm_key
+from hvsync_backend.sync.run import Counts, SyncContext
 from hvsync_backend.sync.stages.plugin_records import (
     BASE,
     NaturalKind,
     PluginNodeKind,
     PluginStorageKind,
     _nested_id,
-    plugin_endpoints,
-    storage_facts,
 )
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
 from hvsync_backend.sync.stages.vm_snapshots import iso

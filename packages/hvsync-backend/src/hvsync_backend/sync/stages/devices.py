@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from hvsync_backend.sync import sidecars
-from hvsync_backend.sync.engine import KEY_FIELD, Kind, SyncContext, known_ids
-from hvsync_backend.sync.proxmox import ClusterInfo, HvSource, ProxmoxReader
+from hvsync_backend.sync.focused import focus_nodes, node_allowed
+from hvsync_backend.sync.framework import Kind, known_ids
+from hvsync_backend.sync.proxmox import HvSource
+from hvsync_backend.sync.reads import clusters
 from hvsync_backend.sync.reconcile import Desired
-from hvsync_backend.sync.stages.focused import focus_nodes, node_allowed
+from hvsync_backend.sync.run import KEY_FIELD, SyncContext
 from hvsync_backend.sync.support import ensure, prefetch_support, slugify
+from hvsync_backend.wire.keys import format_key
 
 CLUSTER_TYPE = ("Proxmox VE", "proxmox-ve")
 MANUFACTURER = ("Proxmox", "proxmox")
@@ -18,22 +21,11 @@ NODE_ROLE = ("Hypervisor", "hypervisor")
 
 
 def cluster_key(source: HvSource) -> str:
-    return f"{source.identity}|cluster"
+    return format_key("cluster", endpoint=source.identity)
 
 
 def node_key(source: HvSource, node: str) -> str:
-    return f"{source.identity}|node|{node}"
-
-
-async def clusters(ctx: SyncContext) -> dict[int, ClusterInfo]:
-    """Cluster facts of every endpoint in scope (cached for the run)."""
-    if "clusters" not in ctx.cache:
-
-        async def read(source: HvSource, reader: ProxmoxReader) -> ClusterInfo:
-            return await reader.cluster()
-
-        ctx.cache["clusters"] = await ctx.per_endpoint(read)
-    return ctx.cache["clusters"]
+    return format_key("node", endpoint=source.identity, node=node)
 
 
 async def site_id(ctx: SyncContext, source: HvSource) -> int | None:

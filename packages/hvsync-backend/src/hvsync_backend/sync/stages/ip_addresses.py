@@ -10,29 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-from dataclasses import dataclass
 from typing import Any
 
 from hvsync_backend.sync import sidecars
-from hvsync_backend.sync.engine import Kind, SyncContext, known_ids
-from hvsync_backend.sync.parse import nics
+from hvsync_backend.sync.framework import Kind, known_ids
+from hvsync_backend.sync.guests import guests, vm_key, warm_guests
+from hvsync_backend.sync.parse import Sighting, nics
 from hvsync_backend.sync.proxmox import Guest, HvSource, ProxmoxReader
 from hvsync_backend.sync.reconcile import Current, Desired
-from hvsync_backend.sync.stages.guests import guests, vm_key, warm_guests
+from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
 from hvsync_backend.sync.stages.vm_interfaces import VMInterfaceKind
+from hvsync_backend.wire.keys import format_key
 
 VMINTERFACE = "virtualization.vminterface"
-
-
-@dataclass(frozen=True)
-class Sighting:
-    """One address seen on one guest NIC."""
-
-    address: str  # normalised 'ip/prefix'
-    vm: str  # VM key
-    iface: str  # interface key
-    order: tuple[int, int]  # (vmid, nic slot) for deterministic ownership
 
 
 def normalise_address(text: str) -> str | None:
@@ -48,7 +39,7 @@ def normalise_address(text: str) -> str | None:
 
 
 def ip_key(source: HvSource, address: str) -> str:
-    return f"{source.identity}|ip|{address.split('/')[0]}"
+    return format_key("ip_address", endpoint=source.identity, address=address.split("/")[0])
 
 
 async def _guest_sightings(source: HvSource, reader: ProxmoxReader, guest: Guest) -> list[Sighting]:
@@ -74,7 +65,7 @@ async def _guest_sightings(source: HvSource, reader: ProxmoxReader, guest: Guest
 
 async def sightings(ctx: SyncContext) -> dict[str, list[Sighting]]:
     """IP key -> every sighting of that address in scope (cached for the run)."""
-    if "ip_sightings" not in ctx.cache:
+    if ctx.ip.sightings is None:
         by_endpoint = await guests(ctx)
 
         async def read(source: HvSource, reader: ProxmoxReader) -> list[tuple[str, Sighting]]:
@@ -88,8 +79,8 @@ async def sightings(ctx: SyncContext) -> dict[str, list[Sighting]]:
         for pairs in found.values():
             for key, sighting in pairs:
                 table.setdefault(key, []).append(sighting)
-        ctx.cache["ip_sightings"] = table
-    return ctx.cache["ip_sightings"]
+        ctx.ip.sightings = table
+    return ctx.ip.sightings
 
 
 class IPAddressKind(Kind):
@@ -102,14 +93,14 @@ class IPAddressKind(Kind):
         return "|ip|" in key
 
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
-        if "ip_desired" not in ctx.cache:
-            ctx.cache["ip_desired"] = await self._desired(ctx)
-        return ctx.cache["ip_desired"]
+        if ctx.ip.desired is None:
+            ctx.ip.desired = await self._desired(ctx)
+        return ctx.ip.desired
 
     async def _desired(self, ctx: SyncContext) -> dict[str, Desired]:
         table = await sightings(ctx)
         iface_ids = await known_ids(ctx, VMInterfaceKind())
-        holders = ctx.cache.get("ip_current") or await self.current(ctx)
+        holders = ctx.ip.current or await self.current(ctx)
         out: dict[str, Desired] = {}
         owners: dict[str, Sighting] = {}
         for key, seen in sorted(table.items()):
@@ -139,14 +130,14 @@ class IPAddressKind(Kind):
                 "interface_key": owner.iface.rsplit("|", 1)[1],
             }
             out[key] = Desired(key, owner.address, payload, state)
-        ctx.cache["ip_owners"] = owners
+        ctx.ip.owners = owners
         return out
 
     def read_params(self, ctx: SyncContext) -> dict[str, Any]:
         params = super().read_params(ctx)
         if ctx.options.only_vmids is not None:
             # selected VMs: only the addresses they report (with whoever holds them now)
-            table: dict[str, list[Sighting]] = ctx.cache.get("ip_sightings", {})
+            table: dict[str, list[Sighting]] = ctx.ip.sightings or {}
             params["address"] = sorted({s.address for seen in table.values() for s in seen})
         return params
 
@@ -156,14 +147,14 @@ class IPAddressKind(Kind):
             super().prefetch(ctx)
 
     async def current(self, ctx: SyncContext) -> dict[str, Current]:
-        if "ip_current" not in ctx.cache:
+        if ctx.ip.current is None:
             if ctx.options.only_vmids is not None:
                 await sightings(ctx)
-                if not ctx.cache["ip_sightings"]:
-                    ctx.cache["ip_current"] = {}
+                if not ctx.ip.sightings:
+                    ctx.ip.current = {}
                     return {}
-            ctx.cache["ip_current"] = await super().current(ctx)
-        return ctx.cache["ip_current"]
+            ctx.ip.current = await super().current(ctx)
+        return ctx.ip.current
 
 
 class PrimaryIPKind(Kind):
@@ -191,7 +182,7 @@ class PrimaryIPKind(Kind):
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
         if self.clearing:
             return await self._releases(ctx)
-        owners: dict[str, Sighting] = ctx.cache.get("ip_owners", {})
+        owners: dict[str, Sighting] = ctx.ip.owners
         ip_ids = await known_ids(ctx, IPAddressKind())
         vm_ids = await known_ids(ctx, VirtualMachineKind())
         first: dict[str, tuple[tuple[int, int], int]] = {}

@@ -9,17 +9,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hvsync_backend.sync.engine import SyncContext, known_ids
+from hvsync_backend.sync.framework import known_ids
+from hvsync_backend.sync.guests import vm_key
+from hvsync_backend.sync.plugin_endpoints import plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 from hvsync_backend.sync.reconcile import Desired
-from hvsync_backend.sync.stages.guests import vm_key
+from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.plugin_records import (
     BASE,
     NaturalKind,
     PluginNodeKind,
     PluginStorageKind,
     _nested_id,
-    plugin_endpoints,
 )
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
 

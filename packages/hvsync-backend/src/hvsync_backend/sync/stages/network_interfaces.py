@@ -8,11 +8,14 @@ import re
 from typing import Any
 
 from hvsync_backend.sync import sidecars
-from hvsync_backend.sync.engine import Kind, SyncContext, known_ids
+from hvsync_backend.sync.focused import focus_nodes, node_allowed
+from hvsync_backend.sync.framework import Kind, known_ids
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
+from hvsync_backend.sync.reads import clusters
 from hvsync_backend.sync.reconcile import Desired
-from hvsync_backend.sync.stages.devices import DeviceKind, clusters, node_key
-from hvsync_backend.sync.stages.focused import focus_nodes, node_allowed
+from hvsync_backend.sync.run import SyncContext
+from hvsync_backend.sync.stages.devices import DeviceKind, node_key
+from hvsync_backend.wire.keys import format_key
 
 TYPES = {
     "bridge": "bridge",
@@ -27,12 +30,12 @@ TYPES = {
 
 
 def node_iface_key(source: HvSource, node: str, iface: str) -> str:
-    return f"{node_key(source, node)}|iface|{iface}"
+    return format_key("node_interface", endpoint=source.identity, node=node, iface=iface)
 
 
 async def node_networks(ctx: SyncContext) -> dict[int, dict[str, list[dict[str, Any]]]]:
     """endpoint -> node -> interfaces (cached for the run)."""
-    if "node_networks" not in ctx.cache:
+    if ctx.reads.node_networks is None:
         infos = await clusters(ctx)
         allowed = await focus_nodes(ctx)
 
@@ -43,8 +46,8 @@ async def node_networks(ctx: SyncContext) -> dict[int, dict[str, list[dict[str, 
             lists = await asyncio.gather(*(reader.get(f"nodes/{n}/network") for n in names))
             return {n: list(rows or []) for n, rows in zip(names, lists, strict=True)}
 
-        ctx.cache["node_networks"] = await ctx.per_endpoint(read)
-    return ctx.cache["node_networks"]
+        ctx.reads.node_networks = await ctx.per_endpoint(read)
+    return ctx.reads.node_networks
 
 
 def _members(row: dict[str, Any]) -> list[str]:

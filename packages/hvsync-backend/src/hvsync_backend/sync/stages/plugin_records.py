@@ -8,61 +8,18 @@ it the plugin stages cannot run for that endpoint, and say so.
 
 from __future__ import annotations
 
-import asyncio
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from hvsync_backend.sync.engine import MANAGED_TAG, Kind, SyncContext, known_ids
-from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
+from hvsync_backend.sync.focused import focus_nodes, ids_with_existing, node_allowed
+from hvsync_backend.sync.framework import Kind, known_ids
+from hvsync_backend.sync.plugin_endpoints import PLUGIN_API, plugin_endpoints
+from hvsync_backend.sync.reads import clusters, storage_facts
 from hvsync_backend.sync.reconcile import Current, Desired
-from hvsync_backend.sync.stages.devices import ClusterKind, DeviceKind, cluster_key, clusters, node_key
-from hvsync_backend.sync.stages.focused import focus_nodes, ids_with_existing, node_allowed
+from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
+from hvsync_backend.sync.stages.devices import ClusterKind, DeviceKind, cluster_key, node_key
 
-BASE = "plugins/hvsync"
-_INV = re.compile(r"\(inv:(\d+)\)\s*$")
-
-
-async def plugin_endpoints(ctx: SyncContext) -> dict[int, int]:
-    """Backend endpoint id -> the plugin's hv endpoint pk, for the sources that have one.
-
-    Resolved once per run (concurrent callers share one read, so a missing record is reported once).
-    A name with an `(inv:<pk>)` suffix names that record only (the suffix is also the objects' identity);
-    the plugin's `backend_id` is used only for names without one."""
-    task = ctx.cache.get("plugin_endpoints_task")
-    if task is None:
-        task = ctx.cache["plugin_endpoints_task"] = asyncio.ensure_future(_resolve_endpoints(ctx))
-    return await asyncio.shield(task)
-
-
-async def _resolve_endpoints(ctx: SyncContext) -> dict[int, int]:
-    rows = await ctx.netbox.list_all(f"{BASE}/hv-endpoints", fields=("id", "name", "backend_id"))
-    by_pk = {int(r["id"]): r for r in rows}
-    by_backend = {r.get("backend_id"): int(r["id"]) for r in rows if r.get("backend_id")}
-    found: dict[int, int] = {}
-    for source in ctx.sources:
-        match = _INV.search(source.name)
-        if match:
-            pk: int | None = int(match.group(1)) if int(match.group(1)) in by_pk else None
-        else:
-            pk = by_backend.get(source.backend_id)
-        if pk is None:
-            await ctx.problem(
-                {
-                    "source": "backend",
-                    "status": None,
-                    "detail": f"hv endpoint {source.backend_id} has no record in the hvsync plugin "
-                    "(the plugin pushes its endpoints with an '(inv:<pk>)' name suffix); plugin records "
-                    "and sync-state sidecars skipped",
-                    "endpoint_id": source.backend_id,
-                    "object": source.name,
-                },
-                f"endpoint {source.backend_id}: no plugin endpoint record",
-            )
-        else:
-            found[source.backend_id] = pk
-    ctx.cache["plugin_endpoints"] = found
-    return found
+BASE = PLUGIN_API
 
 
 def _nested_id(value: Any) -> int | None:
@@ -162,25 +119,6 @@ class PluginNodeKind(NaturalKind):
                 }
                 out[key] = Desired(key, node.name, payload)
         return out
-
-
-async def storage_facts(ctx: SyncContext) -> dict[int, dict[str, Any]]:
-    """endpoint -> {'config': [...], 'per_node': {node: [...]}} (cached for the run)."""
-    if "storage" not in ctx.cache:
-        infos = await clusters(ctx)
-
-        async def read(source: HvSource, reader: ProxmoxReader) -> dict[str, Any]:
-            info = infos.get(source.backend_id)
-            names = [n.name for n in info.nodes if n.online] if info else []
-            config = await reader.get("storage") or []
-            lists = await asyncio.gather(*(reader.optional(f"nodes/{n}/storage") for n in names))
-            return {
-                "config": config,
-                "per_node": {n: list(rows or []) for n, rows in zip(names, lists, strict=True)},
-            }
-
-        ctx.cache["storage"] = await ctx.per_endpoint(read)
-    return ctx.cache["storage"]
 
 
 class PluginStorageKind(NaturalKind):

@@ -6,16 +6,19 @@ import asyncio
 from typing import Any
 
 from hvsync_backend.sync import sidecars
-from hvsync_backend.sync.engine import Kind, SyncContext, known_ids
+from hvsync_backend.sync.framework import Kind, known_ids
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
+from hvsync_backend.sync.reads import clusters
 from hvsync_backend.sync.reconcile import Desired
-from hvsync_backend.sync.stages.devices import ClusterKind, cluster_key, clusters
+from hvsync_backend.sync.run import SyncContext
+from hvsync_backend.sync.stages.devices import ClusterKind, cluster_key
 from hvsync_backend.sync.support import slugify
+from hvsync_backend.wire.keys import format_key
 
 
 async def sdn(ctx: SyncContext) -> dict[int, dict[str, Any]]:
     """endpoint -> {'zones': [...], 'vnets': [...], 'subnets': {vnet: [...]}} (cached for the run)."""
-    if "sdn" not in ctx.cache:
+    if ctx.reads.sdn is None:
         await clusters(ctx)
 
         async def read(source: HvSource, reader: ProxmoxReader) -> dict[str, Any]:
@@ -31,8 +34,8 @@ async def sdn(ctx: SyncContext) -> dict[int, dict[str, Any]]:
                 "subnets": {n: list(s or []) for n, s in zip(names, subnet_lists, strict=True)},
             }
 
-        ctx.cache["sdn"] = await ctx.per_endpoint(read)
-    return ctx.cache["sdn"]
+        ctx.reads.sdn = await ctx.per_endpoint(read)
+    return ctx.reads.sdn
 
 
 class SDNZoneKind(Kind):
@@ -52,7 +55,7 @@ class SDNZoneKind(Kind):
                 name = str(zone.get("zone") or "")
                 if not name:
                     continue
-                key = f"{source.identity}|sdnzone|{name}"
+                key = format_key("sdn_zone", endpoint=source.identity, zone=name)
                 payload = {
                     "name": f"SDN {name} ({source.identity})",
                     "slug": slugify(f"hvsync-{source.identity}-sdn-{name}"),
@@ -82,11 +85,13 @@ class SDNVnetKind(Kind):
                 name, tag = str(vnet.get("vnet") or ""), vnet.get("tag")
                 if not name or tag in (None, ""):
                     continue
-                key = f"{source.identity}|sdnvnet|{name}"
+                key = format_key("sdn_vnet", endpoint=source.identity, vnet=name)
                 payload = {
                     "vid": int(tag),
                     "name": name,
-                    "group": groups.get(f"{source.identity}|sdnzone|{vnet.get('zone')}"),
+                    "group": groups.get(
+                        format_key("sdn_zone", endpoint=source.identity, zone=vnet.get("zone"))
+                    ),
                     "status": "active",
                     "description": str(vnet.get("alias") or "")[:200],
                 }
@@ -114,11 +119,11 @@ class SDNSubnetKind(Kind):
                     cidr = str(subnet.get("cidr") or "")
                     if not cidr:
                         continue
-                    key = f"{source.identity}|sdnsubnet|{vnet}|{cidr}"
+                    key = format_key("sdn_subnet", endpoint=source.identity, vnet=vnet, cidr=cidr)
                     gateway = subnet.get("gateway")
                     payload = {
                         "prefix": cidr,
-                        "vlan": vlans.get(f"{source.identity}|sdnvnet|{vnet}"),
+                        "vlan": vlans.get(format_key("sdn_vnet", endpoint=source.identity, vnet=vnet)),
                         "status": "active",
                         "description": f"vnet {vnet}" + (f", gateway {gateway}" if gateway else ""),
                     }

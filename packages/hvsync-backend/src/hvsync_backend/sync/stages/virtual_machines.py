@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from hvsync_backend.sync import sidecars
-from hvsync_backend.sync.engine import MANAGED_TAG, Kind, SyncContext, known_ids
+from hvsync_backend.sync.framework import Kind, known_ids
+from hvsync_backend.sync.guests import guests, vm_key, warm_guests
 from hvsync_backend.sync.proxmox import Guest
 from hvsync_backend.sync.reconcile import Desired
+from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
 from hvsync_backend.sync.stages.devices import ClusterKind, DeviceKind, cluster_key, node_key, site_id
-from hvsync_backend.sync.stages.guests import guests, vm_key, warm_guests
 from hvsync_backend.sync.stages.plugin_records import PluginClusterKind
 from hvsync_backend.sync.support import ensure, ensure_tags, prefetch_support, slugify
 

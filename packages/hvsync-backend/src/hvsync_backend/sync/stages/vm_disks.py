@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from hvsync_backend.sync import sidecars
-from hvsync_backend.sync.engine import Kind, SyncContext, known_ids
+from hvsync_backend.sync.framework import Kind, known_ids
+from hvsync_backend.sync.guests import guests, vm_key, warm_guests
 from hvsync_backend.sync.parse import disks
 from hvsync_backend.sync.reconcile import Desired
-from hvsync_backend.sync.stages.guests import guests, vm_key, warm_guests
+from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
+from hvsync_backend.wire.keys import format_key
 
 
 class VirtualDiskKind(Kind):
@@ -34,7 +36,7 @@ class VirtualDiskKind(Kind):
                 if vm_id is None and not ctx.options.dry_run:
                     continue  # its VM failed or was not written: nothing may hang off it
                 for disk in disks(guest.kind, guest.config):
-                    key = f"{vm_key(source, guest.vmid)}|disk|{disk.slot}"
+                    key = format_key("vm_disk", endpoint=source.identity, vmid=guest.vmid, slot=disk.slot)
                     payload = {
                         "virtual_machine": vm_id,
                         "name": disk.slot,

@@ -9,26 +9,29 @@ from __future__ import annotations
 from typing import Any
 
 from hvsync_backend.sync import sidecars
-from hvsync_backend.sync.engine import Kind, SyncContext, known_ids
+from hvsync_backend.sync.framework import Kind, known_ids
+from hvsync_backend.sync.guests import guests, vm_key, warm_guests
 from hvsync_backend.sync.parse import Nic, nics
 from hvsync_backend.sync.proxmox import HvSource
+from hvsync_backend.sync.reads import clusters
 from hvsync_backend.sync.reconcile import Desired
-from hvsync_backend.sync.stages.devices import ClusterKind, cluster_key, clusters
-from hvsync_backend.sync.stages.guests import guests, vm_key, warm_guests
+from hvsync_backend.sync.run import SyncContext
+from hvsync_backend.sync.stages.devices import ClusterKind, cluster_key
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
 from hvsync_backend.sync.support import slugify
+from hvsync_backend.wire.keys import format_key
 
 
 def group_key(source: HvSource) -> str:
-    return f"{source.identity}|vlangroup"
+    return format_key("vlan_group", endpoint=source.identity)
 
 
 def vlan_key(source: HvSource, vid: int) -> str:
-    return f"{source.identity}|vlan|{vid}"
+    return format_key("vlan", endpoint=source.identity, vid=vid)
 
 
 def iface_key(source: HvSource, vmid: int, nic: Nic) -> str:
-    return f"{vm_key(source, vmid)}|nic|{nic.slot}"
+    return format_key("vm_interface", endpoint=source.identity, vmid=vmid, slot=nic.slot)
 
 
 class VLANGroupKind(Kind):

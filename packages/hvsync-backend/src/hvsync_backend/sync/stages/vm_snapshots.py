@@ -10,10 +10,11 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from hvsync_backend.sync.engine import MANAGED_TAG, Kind, SyncContext, known_ids
+from hvsync_backend.sync.framework import Kind, known_ids
+from hvsync_backend.sync.guests import guests, vm_key
 from hvsync_backend.sync.proxmox import Guest, HvSource, ProxmoxReader
 from hvsync_backend.sync.reconcile import Current, Desired
-from hvsync_backend.sync.stages.guests import guests, vm_key
+from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
 
 PATH = "plugins/hvsync/snapshots"
@@ -28,7 +29,7 @@ def iso(epoch: Any) -> str | None:
 
 async def snapshots(ctx: SyncContext) -> dict[int, dict[int, list[dict[str, Any]]]]:
     """endpoint -> vmid -> snapshots (without Proxmox's 'current' pseudo-entry), cached for the run."""
-    if "snapshots" not in ctx.cache:
+    if ctx.reads.snapshots is None:
         by_endpoint = await guests(ctx)
 
         async def read(source: HvSource, reader: ProxmoxReader) -> dict[int, list[dict[str, Any]]]:
@@ -40,8 +41,8 @@ async def snapshots(ctx: SyncContext) -> dict[int, dict[int, list[dict[str, Any]
             lists = await asyncio.gather(*(one(g) for g in found))
             return {g.vmid: rows for g, rows in zip(found, lists, strict=True)}
 
-        ctx.cache["snapshots"] = await ctx.per_endpoint(read)
-    return ctx.cache["snapshots"]
+        ctx.reads.snapshots = await ctx.per_endpoint(read)
+    return ctx.reads.snapshots
 
 
 class SnapshotKind(Kind):

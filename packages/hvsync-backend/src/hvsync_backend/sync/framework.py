@@ -1,0 +1,270 @@
+"""The stage framework: per kind of NetBox object, read Proxmox, read NetBox, diff, write, report.
+
+A stage is an ordered list of kinds (devices: cluster types' clusters, then nodes). Every managed
+NetBox object carries the `hvsync` tag. Its Proxmox identity is its sync-state sidecar where the kind
+has one (`sync/sidecars.py`), else (or when the plugin has no record of the endpoint) the `hvsync_key`
+custom field, which is kept as a readable mirror. Untagged objects are never read as managed, so they
+are never changed or deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from hvsync_backend.inventory.errors import NetBoxError
+from hvsync_backend.sync import sidecars
+from hvsync_backend.sync.reconcile import Current, Desired, Plan, diff_fields, make_plan
+from hvsync_backend.sync.run import KEY_FIELD, MANAGED_TAG, MAX_ERRORS, Counts, SyncContext
+from hvsync_backend.wire.keys import SEPARATOR, format_key
+
+
+def vmid_of(key: str) -> int | None:
+    """The VMID a VM-scoped key (`<endpoint>|vm|<vmid>...`) starts with."""
+    parts = key.split(SEPARATOR, 3)
+    return (
+        int(parts[2])
+        if len(parts) >= 3 and parts[1] == "vm" and parts[2].isascii() and parts[2].isdigit()
+        else None
+    )
+
+
+def with_key_mirror(desired: Desired) -> Desired:
+    """The desired object with its `hvsync_key` mirror, so an edited or cleared key is written back."""
+    custom = {**(desired.payload.get("custom_fields") or {}), KEY_FIELD: desired.key}
+    return replace(desired, payload={**desired.payload, "custom_fields": custom})
+
+
+def managed_payload(desired: Desired, key_field: bool = True) -> dict[str, Any]:
+    """The create body: the stage's fields plus the managed tag and (unless the kind has a natural key
+    in NetBox) the identity key custom field."""
+    payload = dict(desired.payload)
+    tags = list(payload.get("tags") or [])
+    slugs = {t["slug"] if isinstance(t, Mapping) else t for t in tags}
+    if MANAGED_TAG not in slugs:
+        tags.append({"slug": MANAGED_TAG})
+    payload["tags"] = [t if isinstance(t, Mapping) else {"slug": t} for t in tags]
+    if key_field:
+        payload["custom_fields"] = {**(payload.get("custom_fields") or {}), KEY_FIELD: desired.key}
+    return payload
+
+
+class Kind(ABC):
+    """One NetBox object type a stage reconciles."""
+
+    name: str = ""
+    path: str = ""
+    read_fields: tuple[str, ...] = ("id", "name")
+    #: False for kinds that only set fields on objects another stage owns (never create or delete).
+    owns_objects: bool = True
+    #: False for kinds whose identity is a natural key in NetBox (plugin models): no custom field.
+    key_field: bool = True
+    #: The plugin's sync-state model recording this kind's identity (None: the custom field only).
+    sidecar: sidecars.SidecarSpec | None = None
+
+    @abstractmethod
+    async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
+        """The objects Proxmox says should exist, keyed by identity."""
+
+    def view(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """NetBox object -> the shape compared with desired payloads."""
+        return obj
+
+    def label(self, obj: Mapping[str, Any]) -> str:
+        return str(obj.get("display") or obj.get("name") or obj.get("id"))
+
+    #: True for kinds whose keys start with a VM key (`<endpoint>|vm|<vmid>`): selected-VM runs read
+    #: only those VMs' objects from NetBox instead of every managed object.
+    vm_scoped: bool = False
+
+    def read_params(self, ctx: SyncContext) -> dict[str, Any]:
+        params: dict[str, Any] = {"tag": MANAGED_TAG}
+        if self.vm_scoped and ctx.options.only_vmids is not None:
+            params[f"cf_{KEY_FIELD}__isw"] = [
+                format_key("vm", endpoint=s.identity, vmid=vmid)
+                for s in ctx.sources
+                for vmid in sorted(ctx.options.only_vmids)
+            ]
+        return params
+
+    def current_fields(self) -> tuple[str, ...]:
+        # The tag filter already says "managed"; tags are only read by kinds that compare them.
+        return tuple(dict.fromkeys(("id", *self.read_fields, "custom_fields")))
+
+    def prefetch(self, ctx: SyncContext) -> None:
+        """Start this kind's NetBox read ahead of time (used only if nothing is written before it runs)."""
+        ctx.netbox.prefetch(self.path, self.read_params(ctx), fields=self.current_fields())
+        if self.sidecar is not None:
+            ctx.background(sidecars.prefetch(ctx, self))
+
+    async def current(self, ctx: SyncContext) -> dict[str, Current]:
+        """Managed objects of this kind within the run's endpoint scope, keyed by their sidecar's identity
+        (else by their `hvsync_key`: objects written before sidecars, or endpoints the plugin lacks)."""
+        rows, states = await asyncio.gather(
+            ctx.netbox.list_all(self.path, self.read_params(ctx), fields=self.current_fields()),
+            sidecars.read(ctx, self),
+        )
+        by_link = {state.link_id: key for key, state in states.items()}
+        if self.vm_scoped and ctx.options.only_vmids is not None:
+            # selected VMs are read by key prefix: add those whose sidecar names them but whose key was edited
+            seen = {int(row["id"]) for row in rows}
+            missing = sorted(set(by_link) - seen)
+            if missing:
+                params = {"tag": MANAGED_TAG, "id": missing}
+                rows = [*rows, *await ctx.netbox.list_all(self.path, params, fields=self.current_fields())]
+        out: dict[str, Current] = {}
+        scope = ctx.identities
+        wanted = ctx.options.only_vmids
+        for row in rows:
+            key = by_link.get(int(row["id"]))
+            if key is None:
+                key = (row.get("custom_fields") or {}).get(KEY_FIELD)
+                if key in states:
+                    continue  # another object's sidecar holds this identity: that object is the one
+            if not key or ctx.source_of(key) not in scope or not self.accepts(key):
+                continue
+            if self.vm_scoped and wanted is not None and vmid_of(key) not in wanted:
+                continue  # a key prefix 'x|vm|10' also matches 'x|vm|100'
+
+            out[key] = Current(key, int(row["id"]), self.label(row), self.view(row))
+        return out
+
+    def accepts(self, key: str) -> bool:
+        """Whether a managed key belongs to this kind (several kinds may share one NetBox model)."""
+        return True
+
+
+async def run_kind(kind: Kind, ctx: SyncContext, counts: Counts) -> Plan:
+    """Reconcile one kind and record the NetBox ids of every desired object in `ctx.ids[kind.name]`."""
+    # Proxmox and NetBox are read at the same time: one waits on the emulator/cluster, the other on NetBox.
+    await ctx.step("read_proxmox", f"reading Proxmox for {kind.name}")
+    await ctx.step("read_netbox", f"reading NetBox {kind.path}")
+    desired, current = await asyncio.gather(kind.desired(ctx), kind.current(ctx))
+    if kind.key_field and kind.owns_objects:
+        desired = {key: with_key_mirror(want) for key, want in desired.items()}
+    plan = make_plan(desired, current, delete_missing=ctx.options.delete_stale and kind.owns_objects)
+    # Never delete what belongs to an endpoint that could not be read in this run.
+    kept = [c for c in plan.delete if ctx.source_of(c.key) in ctx.failed_endpoints]
+    plan.delete = [c for c in plan.delete if ctx.source_of(c.key) not in ctx.failed_endpoints]
+    plan.orphaned += kept
+    if ctx.options.partial:
+        plan.delete, plan.orphaned = [], []
+    if not kind.owns_objects:
+        plan.create, plan.orphaned = [], []
+    ids = ctx.ids.setdefault(kind.name, {})
+    ids.update({c.key: c.id for c in current.values() if c.key in desired})
+    part = Counts(total=len(desired), unchanged=len(plan.unchanged))
+    await ctx.step(
+        "diff",
+        f"{kind.name}: {len(plan.create)} to create, {len(plan.update)} to update, "
+        f"{len(plan.unchanged)} unchanged, {len(plan.delete)} to delete, {len(plan.orphaned)} orphaned",
+        counts=part.as_dict(),
+    )
+    if ctx.options.dry_run:
+        part.created, part.updated, part.deleted = len(plan.create), len(plan.update), len(plan.delete)
+        ctx.plans.extend({"kind": kind.name, **row} for row in plan.describe())
+        counts.add(part)
+        return plan
+    await write_plan(kind, ctx, plan, part, ids)
+    if kind.owns_objects:
+        await sidecars.write(ctx, kind, desired, ids, part)
+    counts.add(part)
+    await ctx.step("write", f"{kind.name}: written", counts=part.as_dict())
+    return plan
+
+
+async def write_plan(kind: Kind, ctx: SyncContext, plan: Plan, part: Counts, ids: dict[str, int]) -> None:
+    creates = [managed_payload(d, kind.key_field) for d in plan.create]
+    updates = [{"id": u.id, **u.changes} for u in plan.update]
+    created, updated, deleted = await asyncio.gather(
+        ctx.netbox.bulk_create(kind.path, creates),
+        ctx.netbox.bulk_update(kind.path, updates),
+        ctx.netbox.bulk_delete(kind.path, [c.id for c in plan.delete]),
+    )
+    for want, result in zip(plan.create, created, strict=True):
+        if isinstance(result, NetBoxError):
+            part.failed += 1
+            await ctx.problem(result.as_problem(want.label), f"{kind.name} {want.label}: create failed")
+        else:
+            part.created += 1
+            ids[want.key] = int(result["id"])
+    for upd, result in zip(plan.update, updated, strict=True):
+        if isinstance(result, NetBoxError):
+            part.failed += 1
+            await ctx.problem(result.as_problem(upd.label), f"{kind.name} {upd.label}: update failed")
+        else:
+            part.updated += 1
+    for gone, result in zip(plan.delete, deleted, strict=True):
+        if isinstance(result, NetBoxError):
+            part.failed += 1
+            await ctx.problem(result.as_problem(gone.label), f"{kind.name} {gone.label}: delete failed")
+        else:
+            part.deleted += 1
+    for want in plan.create:
+        if want.key not in ids:
+            ids.pop(want.key, None)
+
+
+def changed(desired: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    return bool(diff_fields(desired, current))
+
+
+class Stage:
+    """A named, ordered group of kinds exposed as one stream."""
+
+    def __init__(self, slug: str, route: str, kinds: Iterable[Kind], title: str) -> None:
+        self.slug = slug
+        self.route = route
+        self.kinds = list(kinds)
+        self.title = title
+
+    async def run(self, ctx: SyncContext) -> tuple[Counts, bool]:
+        """Run every kind; returns the stage counts and whether it failed fatally."""
+        ctx.stage = self.slug
+        counts = Counts()
+        await ctx.step("start", f"{self.title}: starting", counts=counts.as_dict())
+        for kind in self.kinds:
+            await run_kind(kind, ctx, counts)
+        await self.after_kinds(ctx, counts)
+        await ctx.step("done", f"{self.title}: done", counts=counts.as_dict())
+        return counts, False
+
+    async def after_kinds(self, ctx: SyncContext, counts: Counts) -> None:
+        """Stage-specific work once every kind is reconciled (e.g. task-history retention)."""
+
+
+def stage_summary(
+    stage: str, counts: Counts, started: float, ctx: SyncContext, fatal: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The `complete` payload (contracts/sse-frames.schema.json)."""
+    errors = ctx.problems[:MAX_ERRORS]
+    ok = fatal is None and counts.failed == 0 and not ctx.failed_endpoints
+    primary = fatal or next((p for p in ctx.problems if p.get("source") == "proxmox"), None)
+    # a failed NetBox write says more than a notice (e.g. an endpoint without a plugin record)
+    primary = primary or next((p for p in ctx.problems if p.get("source") == "netbox"), None)
+    if primary is None and ctx.problems:
+        primary = ctx.problems[0]
+    data: dict[str, Any] = {
+        "stage": stage,
+        "ok": ok,
+        "dry_run": ctx.options.dry_run,
+        "summary": counts.as_dict(),
+        "duration_ms": round((time.monotonic() - started) * 1000, 1),
+        "errors": errors,
+        "error": None if ok else primary,
+    }
+    if ctx.options.dry_run:
+        data["plan"] = ctx.plans[:1000]
+    return data
+
+
+async def known_ids(ctx: SyncContext, kind: Kind) -> dict[str, int]:
+    """Identity key -> NetBox id for a kind: from this run if it ran, else read from NetBox."""
+    if kind.name not in ctx.ids:
+        current = await kind.current(ctx)
+        ctx.ids[kind.name] = {key: c.id for key, c in current.items()}
+    return ctx.ids[kind.name]

@@ -1,0 +1,55 @@
+"""Guests in scope: QEMU VMs and LXC containers read once per run, filtered at source by the modes."""
+
+from __future__ import annotations
+
+import asyncio
+
+from hvsync_backend.sync.proxmox import Guest, HvSource, ProxmoxReader, ProxmoxReadError
+from hvsync_backend.sync.run import SyncContext
+from hvsync_backend.wire.keys import format_key
+
+
+def vm_key(source: HvSource, vmid: int) -> str:
+    return format_key("vm", endpoint=source.identity, vmid=vmid)
+
+
+def wanted(guest: Guest, ctx: SyncContext) -> bool:
+    """sync_mode_vm covers regular guests, sync_mode_vm_template templates; disabled kinds are skipped."""
+    if ctx.options.only_vmids is not None and guest.vmid not in ctx.options.only_vmids:
+        return False
+    return ctx.options.sync_mode_vm_template if guest.template else ctx.options.sync_mode_vm
+
+
+async def guests(ctx: SyncContext) -> dict[int, list[Guest]]:
+    """Backend endpoint id -> guests in scope (with their configs), cached for the run."""
+    if ctx.reads.guests is None:
+
+        async def read(source: HvSource, reader: ProxmoxReader) -> list[Guest]:
+            return await reader.guests(lambda g: wanted(g, ctx))
+
+        ctx.reads.guests = await ctx.per_endpoint(read)
+    return ctx.reads.guests
+
+
+def warm_guests(ctx: SyncContext, *, addresses: bool = False) -> None:
+    """Start the run's guest reads (configs; with `addresses` also the guest-reported addresses) in the
+    background at the start of the run, so they overlap NetBox's reads. The reader caches every answer
+    and every failure; the stage that needs the data reads it again and reports failures itself."""
+    flag = "addresses" if addresses else "guests"
+    if flag in ctx.reads.warmed:
+        return
+    ctx.reads.warmed.add(flag)
+
+    async def warm(source: HvSource) -> None:
+        if source.identity in ctx.failed_endpoints:
+            return
+        reader = ctx.reader(source)
+        try:
+            found = await reader.guests(lambda g: wanted(g, ctx))
+            if addresses:
+                await asyncio.gather(*(reader.guest_addresses(g) for g in found))
+        except ProxmoxReadError:
+            return  # reported by the stage that needs these guests
+
+    for source in ctx.sources:
+        ctx.background(warm(source))

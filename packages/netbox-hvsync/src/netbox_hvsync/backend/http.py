@@ -1,0 +1,123 @@
+"""`requests` implementation of `core.transport.Transport`: the only place the plugin speaks HTTP to the backend.
+
+Every call carries a timeout, redirects are never followed, and connection, TLS and timeout failures
+(including those that happen while a stage stream is being read) become `TransportError`, so core
+decides what they mean. Exception texts are reduced to the exception class and a short reason: they can
+contain URLs but never the `X-Service-API-Key` header, which `requests` does not echo.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import requests
+import urllib3
+from netbox_hvsync.rules.transport import TransportError
+
+#: Ceiling for reading the next chunk of a stage stream; the backend sends keep-alive comments every 15 s.
+STREAM_READ_TIMEOUT = 120.0
+#: Ceiling for connecting before a stage stream starts.
+STREAM_CONNECT_TIMEOUT = 10.0
+
+
+def _kind(exc: requests.RequestException) -> str:
+    if isinstance(exc, requests.exceptions.SSLError):
+        return "tls"
+    if isinstance(exc, requests.exceptions.Timeout):
+        return "timeout"
+    # requests reports a read timeout *while streaming* as a ConnectionError wrapping urllib3's error
+    if any(isinstance(arg, urllib3.exceptions.ReadTimeoutError) for arg in exc.args):
+        return "timeout"
+    return "connection"
+
+
+def _reason(exc: BaseException) -> str:
+    """A short, header-free reason: the innermost cause's class name and first line."""
+    inner: BaseException = exc
+    while inner.__cause__ is not None or (inner.args and isinstance(inner.args[0], BaseException)):
+        inner = inner.__cause__ or inner.args[0]
+    text = str(inner).splitlines()[0] if str(inner) else ""
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
+
+
+class StreamingResponse:
+    """A streamed answer whose line iterator turns mid-stream network failures into `TransportError`.
+
+    Core then judges the stream "interrupted before complete" with the failure's kind (`timeout` when no
+    chunk arrived within the read timeout, `connection` when the connection broke); the break is also
+    remembered in `broken`.
+    """
+
+    def __init__(self, response: requests.Response) -> None:
+        self._response = response
+        self.status_code = response.status_code
+        self.headers: Mapping[str, str] = response.headers
+        self.broken: str | None = None
+
+    @property
+    def text(self) -> str:
+        try:
+            return self._response.text
+        except requests.RequestException as exc:
+            self.broken = _reason(exc)
+            return ""
+
+    def iter_lines(self) -> Iterator[bytes]:
+        try:
+            yield from self._response.iter_lines(chunk_size=8192)
+        except requests.RequestException as exc:
+            self.broken = _reason(exc)
+            raise TransportError(f"reading the stream: {self.broken}", kind=_kind(exc)) from None
+        finally:
+            self._response.close()
+
+    def close(self) -> None:
+        self._response.close()
+
+
+class RequestsTransport:
+    """`core.transport.Transport` over one `requests.Session` with TLS verification bound at build time."""
+
+    def __init__(self, *, verify_ssl: bool, read_timeout: float = STREAM_READ_TIMEOUT) -> None:
+        self.read_timeout = read_timeout
+        self.session = requests.Session()
+        self.session.verify = verify_ssl
+        self.session.trust_env = False  # no proxy or netrc credentials from the worker's environment
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        json: Any | None,
+        timeout: float,
+        allow_redirects: bool,
+    ) -> requests.Response:
+        try:
+            return self.session.request(
+                method, url, headers=dict(headers), json=json, timeout=timeout, allow_redirects=False
+            )
+        except requests.RequestException as exc:
+            raise TransportError(f"{method} {url}: {_reason(exc)}", kind=_kind(exc)) from None
+
+    def open_stream(
+        self, url: str, *, headers: Mapping[str, str], params: Mapping[str, str]
+    ) -> StreamingResponse:
+        """GET a stage stream; the read timeout applies per chunk, not to the whole stage."""
+        try:
+            response = self.session.get(
+                url,
+                headers=dict(headers),
+                params=dict(params),
+                timeout=(STREAM_CONNECT_TIMEOUT, self.read_timeout),
+                allow_redirects=False,
+                stream=True,
+            )
+        except requests.RequestException as exc:
+            raise TransportError(f"GET {url}: {_reason(exc)}", kind=_kind(exc)) from None
+        return StreamingResponse(response)
+
+    def close(self) -> None:
+        self.session.close()

@@ -1,0 +1,117 @@
+"""Which backend the plugin talks to, and how (SPEC 4.5 B1, 5.2.5, 6.2): the hub every job, push and
+page goes through to reach the backend.
+
+`resolve_backend` picks the pinned backend endpoint row, else the first enabled one holding a usable key,
+canonicalizes its addresses (hostname, then IP) and binds a transport to its TLS policy. A row whose key
+cannot be decrypted or whose target does not canonicalize is never used.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+from netbox_hvsync.backend.http import STREAM_READ_TIMEOUT, RequestsTransport
+from netbox_hvsync.crypto import CredentialDecryptionError
+from netbox_hvsync.models import BackendEndpoint
+from netbox_hvsync.rules.transport import BackendContext
+from netbox_hvsync.rules.urls import CanonicalTarget, TargetError, canonicalize_target
+
+logger = logging.getLogger("netbox_hvsync.backend")
+
+#: Below twice the backend's 15 s keep-alive interval a healthy but busy stage could time out.
+MIN_STREAM_READ_TIMEOUT = 30
+
+
+def ip_text(obj: Any) -> str | None:
+    ip = getattr(obj, "ip_address", None)
+    return str(ip.address.ip) if ip is not None else None
+
+
+def backend_target(backend: BackendEndpoint) -> CanonicalTarget:
+    """The canonical target of a backend endpoint row (SPEC 5.2.5); raises TargetError naming the field."""
+    if backend.url:
+        url_has_port = urlsplit(backend.url if "://" in backend.url else f"//{backend.url}").port is not None
+        return canonicalize_target(backend.url, None if url_has_port else backend.port, field="url")
+    ip = ip_text(backend)
+    if not ip:
+        raise TargetError("url", "give the backend URL or an IP address")
+    return canonicalize_target(ip, backend.port, field="ip_address", default_scheme="http")
+
+
+def backend_candidates(backend: BackendEndpoint) -> list[CanonicalTarget]:
+    """Every address of one backend, hostname first (SPEC 6.2, 7.3): its URL, then its IP address.
+
+    The IP candidate takes the URL's scheme and port, so both candidates name the same service; a row
+    with only one of the two has one candidate. Raises TargetError naming the field for a bad value."""
+    first = backend_target(backend)
+    ip = ip_text(backend) if backend.url else None
+    if not ip:
+        return [first]
+    second = canonicalize_target(ip, first.port, field="ip_address", default_scheme=first.scheme)
+    return [first] if second.base_url == first.base_url else [first, second]
+
+
+@dataclass(frozen=True)
+class ResolvedBackend:
+    """A usable backend endpoint: its row, the request context and a transport bound to its TLS policy.
+
+    `candidates` holds one context per address of the backend (hostname, then IP); `context` is the one
+    in use. Jobs switch to another candidate when the one in use cannot be reached."""
+
+    row: BackendEndpoint
+    context: BackendContext
+    transport: RequestsTransport
+    candidates: tuple[BackendContext, ...] = field(default=())
+
+    @property
+    def all_candidates(self) -> tuple[BackendContext, ...]:
+        return self.candidates or (self.context,)
+
+    def using(self, context: BackendContext) -> ResolvedBackend:
+        return replace(self, context=context)
+
+
+def stream_read_timeout() -> float:
+    """`PLUGINS_CONFIG["netbox_hvsync"]["stream_read_timeout"]`: seconds to wait for the next chunk of a
+    stage stream (the backend sends a keep-alive every 15 s, so keep it well above that)."""
+    from netbox.plugins import get_plugin_config
+
+    value = get_plugin_config("netbox_hvsync", "stream_read_timeout", STREAM_READ_TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < MIN_STREAM_READ_TIMEOUT:
+        logger.warning(
+            "stream_read_timeout must be a number of seconds >= %s; using %s",
+            MIN_STREAM_READ_TIMEOUT,
+            STREAM_READ_TIMEOUT,
+        )
+        return STREAM_READ_TIMEOUT
+    return float(value)
+
+
+def usable_backends(selected_id: int | None = None) -> Iterable[BackendEndpoint]:
+    qs = BackendEndpoint.objects.filter(enabled=True).exclude(token_ciphertext="").order_by("pk")
+    return qs.filter(pk=selected_id) if selected_id is not None else qs
+
+
+def resolve_backend(selected_id: int | None = None) -> ResolvedBackend | None:
+    """The backend a job or push talks to: the pinned row, else the first enabled one holding a key.
+
+    A row whose key cannot be decrypted or whose target does not canonicalize is not usable (B1)."""
+    for row in usable_backends(selected_id):
+        try:
+            targets = backend_candidates(row)
+            key = row.token
+        except (TargetError, CredentialDecryptionError) as exc:
+            logger.warning("backend endpoint %s is not usable: %s", row.pk, type(exc).__name__)
+            continue
+        if not key:
+            continue
+        contexts = tuple(
+            BackendContext(base_url=t.base_url, api_key=key, backend_endpoint_id=row.pk) for t in targets
+        )
+        transport = RequestsTransport(verify_ssl=row.verify_ssl, read_timeout=stream_read_timeout())
+        return ResolvedBackend(row, contexts[0], transport, contexts)
+    return None

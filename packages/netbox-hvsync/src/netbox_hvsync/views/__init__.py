@@ -1,0 +1,13 @@
+"""The plugin's UI views: object views of every model (`objects`), the four-eyes decision on deletion
+requests (`deletion`), the sync schedule form (`schedule`) and the repair page (`sync_state`).
+
+Importing the package registers every model view (`register_model_view`), which `urls.py` then finds
+through NetBox's `get_model_urls`.
+"""
+
+from .deletion import DeletionRequestDecideView
+from .objects import HomeView
+from .schedule import SyncScheduleView
+from .sync_state import SyncStateView
+
+__all__ = ["DeletionRequestDecideView", "HomeView", "SyncScheduleView", "SyncStateView"]

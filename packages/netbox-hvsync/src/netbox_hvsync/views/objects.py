@@ -1,0 +1,485 @@
+"""UI views: list, detail, edit, delete and bulk pages for every model, registered the NetBox way."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import models as django_models
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+from django.views.generic import View
+from netbox.object_actions import AddObject, BulkDelete, BulkEdit, BulkExport, DeleteObject, EditObject
+from netbox.views import generic
+from utilities.exceptions import AbortRequest
+from utilities.views import ConditionalLoginRequiredMixin, register_model_view
+
+from netbox_hvsync import filtersets, forms, models, tables
+
+DETAIL_TEMPLATE = "netbox_hvsync/object_detail.html"
+
+
+def render_value(instance: django_models.Model, name: str) -> SafeString | str:
+    """One attribute as NetBox shows it: linked objects, yes/no marks, choice labels, JSON blocks."""
+    model_field = instance._meta.get_field(name)
+    value = getattr(instance, name)
+    if model_field.many_to_many:
+        items = list(value.all())
+        return (
+            mark_safe(", ".join(format_html('<a href="{}">{}</a>', i.get_absolute_url(), i) for i in items))
+            or "—"
+        )
+    if value is None or value == "" or value == []:
+        return mark_safe('<span class="text-muted">&mdash;</span>')
+    if model_field.is_relation:
+        url = getattr(value, "get_absolute_url", None)
+        return format_html('<a href="{}">{}</a>', url(), value) if url else str(value)
+    if isinstance(value, bool):
+        icon, colour = ("check-bold", "success") if value else ("close-thick", "danger")
+        return format_html('<span class="text-{}"><i class="mdi mdi-{}"></i></span>', colour, icon)
+    if getattr(model_field, "choices", None):
+        display = getattr(instance, f"get_{name}_display")()
+        colour_getter = getattr(instance, f"get_{name}_color", None)
+        colour = colour_getter() if colour_getter else None
+        return format_html('<span class="badge text-bg-{}">{}</span>', colour or "secondary", display)
+    if isinstance(model_field, django_models.JSONField):
+        return format_html("<pre>{}</pre>", json.dumps(value, indent=2, sort_keys=True))
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if hasattr(value, "isoformat"):
+        return value.isoformat(timespec="seconds")
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ModelUI:
+    """What the UI shows of one model; views and URLs are generated from it."""
+
+    model: type
+    table: type
+    filterset: type
+    detail_fields: tuple[str, ...]
+    filterset_form: type | None = None
+    form: type | None = None
+    bulk_edit_form: type | None = None
+    extra_rows: dict[str, str] = field(default_factory=dict)  # label -> instance attribute (properties)
+    edit_view_base: type = generic.ObjectEditView
+
+
+def _detail_view(ui: ModelUI) -> type:
+    def get_extra_context(self: Any, request: HttpRequest, instance: Any) -> dict[str, Any]:
+        rows = [
+            (instance._meta.get_field(n).verbose_name, render_value(instance, n)) for n in ui.detail_fields
+        ]
+        for label, attr in ui.extra_rows.items():
+            value = getattr(instance, attr)
+            rows.append((label, "Yes" if value is True else "No" if value is False else str(value)))
+        return {"attributes": rows, "has_netbox_features": hasattr(instance, "tags")}
+
+    actions = (EditObject, DeleteObject) if ui.form else (DeleteObject,)
+    return type(
+        f"{ui.model.__name__}View",
+        (generic.ObjectView,),
+        {
+            "queryset": ui.model.objects.all(),
+            "template_name": DETAIL_TEMPLATE,
+            "actions": actions,
+            "get_extra_context": get_extra_context,
+        },
+    )
+
+
+def register_ui(ui: ModelUI) -> None:
+    """Register list, detail, add/edit, delete, bulk edit and bulk delete views for one model."""
+    model, name = ui.model, ui.model.__name__
+    list_actions: tuple[type, ...] = (BulkExport, BulkDelete)
+    if ui.form:
+        list_actions = (AddObject, BulkExport, *((BulkEdit,) if ui.bulk_edit_form else ()), BulkDelete)
+    register_model_view(model, "list", path="", detail=False)(
+        type(
+            f"{name}ListView",
+            (generic.ObjectListView,),
+            {
+                "queryset": model.objects.all(),
+                "table": ui.table,
+                "filterset": ui.filterset,
+                "filterset_form": ui.filterset_form,
+                "actions": list_actions,
+            },
+        )
+    )
+    register_model_view(model)(_detail_view(ui))
+    if ui.form:
+        edit_view = type(
+            f"{name}EditView", (ui.edit_view_base,), {"queryset": model.objects.all(), "form": ui.form}
+        )
+        register_model_view(model, "add", detail=False)(edit_view)
+        register_model_view(model, "edit")(edit_view)
+    register_model_view(model, "delete")(
+        type(f"{name}DeleteView", (generic.ObjectDeleteView,), {"queryset": model.objects.all()})
+    )
+    if ui.bulk_edit_form:
+        register_model_view(model, "bulk_edit", path="edit", detail=False)(
+            type(
+                f"{name}BulkEditView",
+                (HvEndpointGuardedBulkEdit if model is models.HvEndpoint else generic.BulkEditView,),
+                {
+                    "queryset": model.objects.all(),
+                    "filterset": ui.filterset,
+                    "table": ui.table,
+                    "form": ui.bulk_edit_form,
+                },
+            )
+        )
+    register_model_view(model, "bulk_delete", path="delete", detail=False)(
+        type(
+            f"{name}BulkDeleteView",
+            (generic.BulkDeleteView,),
+            {"queryset": model.objects.all(), "filterset": ui.filterset, "table": ui.table},
+        )
+    )
+
+
+class HvEndpointGuardedBulkEdit(generic.BulkEditView):
+    """Bulk edit is local-only (no push): it may not toggle enabled/template builds of a confirmed grant."""
+
+    def _update_objects(self, form: Any, request: HttpRequest) -> Any:
+        guarded = [
+            n for n in models.HvEndpointQuerySet.GUARDED_FIELDS if form.cleaned_data.get(n) is not None
+        ]
+        if guarded:
+            blocked = models.HvEndpoint.objects.filter(
+                pk__in=form.cleaned_data["pk"], template_build_grant_confirmed=True
+            ).first()
+            if blocked is not None:
+                raise AbortRequest(
+                    f"Cannot bulk-change {', '.join(sorted(guarded))} of Proxmox endpoint {blocked.name!r}: the "
+                    f"backend last confirmed template builds as allowed for it. Edit it on its own so the backend "
+                    f"confirms the revocation."
+                )
+        return super()._update_objects(form, request)
+
+
+class DeletionRequestEditView(generic.ObjectEditView):
+    """The requester of a new deletion request is whoever files it; the decision is someone else's."""
+
+    def alter_object(self, obj: Any, request: HttpRequest, url_args: Any, url_kwargs: Any) -> Any:
+        if obj.pk is None:
+            obj.requested_by = request.user
+        return obj
+
+
+ENDPOINT_CONNECTION = ("ip_address", "domain", "port", "verify_ssl")
+
+MODEL_UIS: tuple[ModelUI, ...] = (
+    ModelUI(
+        models.BackendEndpoint,
+        tables.BackendEndpointTable,
+        filtersets.BackendEndpointFilterSet,
+        (
+            "name",
+            "enabled",
+            "url",
+            "ip_address",
+            "port",
+            "verify_ssl",
+            "key_state",
+            "key_fingerprint",
+            "comments",
+        ),
+        forms.BackendEndpointFilterForm,
+        forms.BackendEndpointForm,
+        forms.BackendEndpointBulkEditForm,
+        {"API key stored": "has_token", "Key pending": "is_pending"},
+    ),
+    ModelUI(
+        models.InventoryEndpoint,
+        tables.InventoryEndpointTable,
+        filtersets.InventoryEndpointFilterSet,
+        (
+            "name",
+            "enabled",
+            *ENDPOINT_CONNECTION,
+            "token_version",
+            "token_key",
+            "pushed_credential_fingerprint",
+            "comments",
+        ),
+        forms.InventoryEndpointFilterForm,
+        forms.InventoryEndpointForm,
+        forms.InventoryEndpointBulkEditForm,
+        {"API token stored": "has_token"},
+    ),
+    ModelUI(
+        models.HvEndpoint,
+        tables.HvEndpointTable,
+        filtersets.HvEndpointFilterSet,
+        (
+            "name",
+            "enabled",
+            "site",
+            "tenant",
+            *ENDPOINT_CONNECTION,
+            "username",
+            "access_methods",
+            "token_name",
+            "timeout",
+            "max_retries",
+            "retry_backoff",
+            "allow_template_builds",
+            "template_build_grant_confirmed",
+            "backend_id",
+            "comments",
+        ),
+        forms.HvEndpointFilterForm,
+        forms.HvEndpointForm,
+        forms.HvEndpointBulkEditForm,
+        {
+            "Token secret stored": "has_token_value",
+            "Password stored": "has_password",
+            "Name at the backend": "backend_name",
+        },
+    ),
+    ModelUI(
+        models.HvCluster,
+        tables.HvClusterTable,
+        filtersets.HvClusterFilterSet,
+        ("endpoint", "name", "cluster"),
+        forms.HvClusterFilterForm,
+        forms.HvClusterForm,
+        forms.simple_bulk_edit_form(models.HvCluster),
+    ),
+    ModelUI(
+        models.HvNode,
+        tables.HvNodeTable,
+        filtersets.HvNodeFilterSet,
+        ("cluster", "name", "node_id", "online", "device"),
+        forms.HvNodeFilterForm,
+        forms.HvNodeForm,
+        forms.simple_bulk_edit_form(models.HvNode),
+    ),
+    ModelUI(
+        models.HvStorage,
+        tables.HvStorageTable,
+        filtersets.HvStorageFilterSet,
+        (
+            "cluster",
+            "name",
+            "storage_type",
+            "content",
+            "shared",
+            "active",
+            "enabled",
+            "total",
+            "used",
+            "avail",
+            "nodes",
+        ),
+        forms.HvStorageFilterForm,
+        forms.HvStorageForm,
+        forms.simple_bulk_edit_form(models.HvStorage),
+    ),
+    ModelUI(
+        models.HvBackup,
+        tables.HvBackupTable,
+        filtersets.HvBackupFilterSet,
+        (
+            "storage",
+            "volid",
+            "vmid",
+            "virtual_machine",
+            "ctime",
+            "size",
+            "format",
+            "notes",
+            "protected",
+            "verification_state",
+        ),
+        forms.HvBackupFilterForm,
+        forms.HvBackupForm,
+        forms.simple_bulk_edit_form(models.HvBackup),
+    ),
+    ModelUI(
+        models.HvSnapshot,
+        tables.HvSnapshotTable,
+        filtersets.HvSnapshotFilterSet,
+        ("virtual_machine", "name", "parent", "snaptime", "vmstate", "description"),
+        forms.HvSnapshotFilterForm,
+        forms.HvSnapshotForm,
+        forms.simple_bulk_edit_form(models.HvSnapshot),
+    ),
+    ModelUI(
+        models.HvTaskHistory,
+        tables.HvTaskHistoryTable,
+        filtersets.HvTaskHistoryFilterSet,
+        (
+            "endpoint",
+            "node",
+            "upid",
+            "task_type",
+            "vmid",
+            "virtual_machine",
+            "user",
+            "status",
+            "starttime",
+            "endtime",
+        ),
+        forms.HvTaskHistoryFilterForm,
+        forms.HvTaskHistoryForm,
+        forms.simple_bulk_edit_form(models.HvTaskHistory),
+    ),
+    ModelUI(
+        models.BackupRoutine,
+        tables.BackupRoutineTable,
+        filtersets.BackupRoutineFilterSet,
+        models.BackupRoutine.spec_fields,
+        forms.BackupRoutineFilterForm,
+        forms.BackupRoutineForm,
+        forms.BackupRoutineBulkEditForm,
+    ),
+    ModelUI(
+        models.Replication,
+        tables.ReplicationTable,
+        filtersets.ReplicationFilterSet,
+        models.Replication.spec_fields,
+        forms.ReplicationFilterForm,
+        forms.ReplicationForm,
+        forms.ReplicationBulkEditForm,
+    ),
+    ModelUI(
+        models.DeletionRequest,
+        tables.DeletionRequestTable,
+        filtersets.DeletionRequestFilterSet,
+        (
+            "endpoint",
+            "object_type",
+            "object_id",
+            "object_repr",
+            "reason",
+            "status",
+            "requested_by",
+            "approved_by",
+            "decided_at",
+            "executed_at",
+        ),
+        forms.DeletionRequestFilterForm,
+        forms.DeletionRequestForm,
+        edit_view_base=DeletionRequestEditView,
+    ),
+    ModelUI(
+        models.ApplyJob,
+        tables.ApplyJobTable,
+        filtersets.ApplyJobFilterSet,
+        ("endpoint", "status", "started", "finished", "error", "plan", "result"),
+        forms.ApplyJobFilterForm,
+    ),
+    ModelUI(
+        models.SyncedVirtualMachine,
+        tables.SyncedVirtualMachineTable,
+        filtersets.SyncedVirtualMachineFilterSet,
+        (
+            "endpoint",
+            "virtual_machine",
+            "cluster",
+            "node_name",
+            "vmid",
+            "vm_type",
+            "is_template",
+            "last_seen",
+            "last_run_id",
+        ),
+    ),
+    ModelUI(
+        models.SyncedDevice,
+        tables.SyncedDeviceTable,
+        filtersets.SyncedDeviceFilterSet,
+        ("endpoint", "device", "node", "node_name", "last_seen", "last_run_id"),
+    ),
+    ModelUI(
+        models.SyncedInterface,
+        tables.SyncedInterfaceTable,
+        filtersets.SyncedInterfaceFilterSet,
+        ("endpoint", "vm_interface", "interface", "vmid", "node_name", "key", "last_seen", "last_run_id"),
+    ),
+    ModelUI(
+        models.SyncedVirtualDisk,
+        tables.SyncedVirtualDiskTable,
+        filtersets.SyncedVirtualDiskFilterSet,
+        ("endpoint", "virtual_disk", "vmid", "key", "last_seen", "last_run_id"),
+    ),
+    ModelUI(
+        models.SyncedIPAddress,
+        tables.SyncedIPAddressTable,
+        filtersets.SyncedIPAddressFilterSet,
+        (
+            "endpoint",
+            "ip_address",
+            "vmid",
+            "node_name",
+            "interface_key",
+            "address",
+            "last_seen",
+            "last_run_id",
+        ),
+    ),
+    ModelUI(
+        models.SyncedVLAN,
+        tables.SyncedVLANTable,
+        filtersets.SyncedVLANFilterSet,
+        ("endpoint", "vlan", "zone", "vnet", "last_seen", "last_run_id"),
+    ),
+    ModelUI(
+        models.SyncedPrefix,
+        tables.SyncedPrefixTable,
+        filtersets.SyncedPrefixFilterSet,
+        ("endpoint", "prefix", "vnet", "subnet", "last_seen", "last_run_id"),
+    ),
+)
+
+for _ui in MODEL_UIS:
+    register_ui(_ui)
+
+
+def _selected_hv_endpoint(request: HttpRequest) -> models.HvEndpoint | None:
+    """The dashboard's Proxmox endpoint: `?hv_endpoint=<pk>`, else the first enabled one the user may view."""
+    visible = models.HvEndpoint.objects.restrict(request.user, "view").filter(enabled=True).order_by("name")
+    wanted = request.GET.get("hv_endpoint", "")
+    if wanted.isdigit():
+        return visible.filter(pk=int(wanted)).first()
+    return visible.first()
+
+
+class HomeView(ConditionalLoginRequiredMixin, View):
+    """The plugin's landing page (the dashboard): counts per record type, the selected Proxmox endpoint
+    pushed to the backend on view (SPEC 4.5 "opportunistic push"), and the way to the sync-state page."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        from netbox_hvsync.backend.push import push_hv_by_pk  # HTTP glue, loaded only when a push may run
+
+        selected = _selected_hv_endpoint(request)
+        push = push_hv_by_pk(selected.pk) if selected is not None else None
+        sections = []
+        for ui in MODEL_UIS:
+            opts = ui.model._meta
+            if request.user.has_perm(f"{opts.app_label}.view_{opts.model_name}"):
+                sections.append(
+                    {
+                        "label": opts.verbose_name_plural,
+                        "url": f"plugins:netbox_hvsync:{opts.model_name}_list",
+                        "count": ui.model.objects.restrict(request.user, "view").count(),
+                    }
+                )
+        endpoints = models.HvEndpoint.objects.restrict(request.user, "view").filter(enabled=True)
+        return render(
+            request,
+            "netbox_hvsync/home.html",
+            {
+                "sections": sections,
+                "selected": selected,
+                "push": push,
+                "endpoints": endpoints.order_by("name"),
+            },
+        )

@@ -1,0 +1,99 @@
+"""SPEC 5.2.5: "The target URL or IP is canonicalized before the first request: authority injection and
+userinfo, path, query or fragment syntax are rejected; DNS names and IP values are validated; IPv6
+literals are bracketed." """
+
+import pytest
+from netbox_hvsync.rules.urls import (
+    CanonicalTarget,
+    TargetError,
+    canonical_host,
+    canonicalize_target,
+    resolve_host,
+    resolve_target,
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "port", "expected"),
+    [
+        ("https://Backend.Example.:8800", None, "https://backend.example:8800"),
+        ("backend.example", 8800, "https://backend.example:8800"),
+        ("http://backend.example/", None, "http://backend.example:80"),
+        ("10.0.0.5", 8800, "https://10.0.0.5:8800"),
+        ("fd00::5", 8800, "https://[fd00::5]:8800"),
+        ("[FD00:0::5]:8800", None, "https://[fd00::5]:8800"),
+        ("https://[fd00::5]", 8443, "https://[fd00::5]:8443"),
+        ("https://backend.example", None, "https://backend.example:443"),
+        ("10.0.0.5:8800", None, "https://10.0.0.5:8800"),
+        ("HTTPS://backend.example:8800", "8800", "https://backend.example:8800"),
+    ],
+)
+def test_canonical_forms(value: str, port: int | None, expected: str) -> None:
+    """DNS names and IP values are validated and normalised; IPv6 literals are bracketed."""
+    assert canonicalize_target(value, port).base_url == expected
+
+
+def test_ipv6_is_bracketed_in_authority_but_host_is_bare() -> None:
+    target = canonicalize_target("::1", 8800)
+    assert target == CanonicalTarget("https", "::1", 8800)
+    assert target.authority == "[::1]:8800"
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ("https://user:pw@backend.example", "user information"),
+        ("https://user@backend.example", "user information"),
+        ("https://backend.example@evil.example", "user information"),
+        ("https://backend.example/api", "path"),
+        ("https://backend.example/?x=1", "path"),
+        ("https://backend.example?x=1", "query or fragment"),
+        ("https://backend.example#frag", "query or fragment"),
+        ("https://backend.example\\@evil.example", "backslash"),
+        ("https://back end.example", "whitespace"),
+        ("https://backend.example\r\nHost: evil", "control"),
+        ("https://backend%2eexample", "percent"),
+        ("https://[fe80::1%25eth0]:8800", "percent"),
+        ("ftp://backend.example", "scheme"),
+        ("https://-bad-.example", "neither a valid DNS name"),
+        ("https://10.0.0.300", "neither a valid DNS name"),
+        ("https://" + "a" * 64 + ".example", "neither a valid DNS name"),
+        ("https://fd00::5", "bracketed"),
+        ("", "required"),
+        ("https://backend.example:0", "between 1 and 65535"),
+        ("https://backend.example:99999", "valid URL authority"),
+    ],
+)
+def test_rejected_targets_name_the_field(value: str, fragment: str) -> None:
+    """Authority injection and userinfo, path, query or fragment syntax are rejected."""
+    with pytest.raises(TargetError) as info:
+        canonicalize_target(value, 8800)
+    assert info.value.field == "url"
+    assert fragment in str(info.value)
+
+
+def test_port_conflict_and_range_name_port() -> None:
+    with pytest.raises(TargetError) as info:
+        canonicalize_target("https://backend.example:8800", 9000)
+    assert info.value.field == "port"
+    for bad in (0, 70000, "x", True):
+        with pytest.raises(TargetError) as info:
+            canonicalize_target("backend.example", bad)
+        assert info.value.field == "port"
+
+
+def test_resolved_host_prefers_domain_then_ip() -> None:
+    """SPEC 4.5 rule 1: "resolved target equals (domain, else ip_address) plus port"."""
+    assert resolve_host("NetBox.Example.", "10.0.0.1/24") == "netbox.example"
+    assert resolve_host("", "10.0.0.1/24") == "10.0.0.1"
+    assert resolve_host(None, "2001:DB8::1/64") == "2001:db8::1"
+    assert resolve_host("", "") is None
+    assert canonical_host("not a host!") is None
+
+
+def test_resolved_target_needs_host_and_parseable_port() -> None:
+    """SPEC 4.5 rule 1: "both sides must resolve a host and a parseable port"."""
+    assert resolve_target("netbox.example", None, "443") == ("netbox.example", 443)
+    assert resolve_target("netbox.example", None, None) is None
+    assert resolve_target("netbox.example", None, "https") is None
+    assert resolve_target("", None, 443) is None
