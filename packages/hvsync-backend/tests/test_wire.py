@@ -35,3 +35,12 @@ def test_key_format_round_trips() -> None:
     assert keys.parse_key(key) == ("vm_interface", {"endpoint": "inv3", "vmid": "101", "slot": "net0"})
     assert keys.parse_key("ep7|cluster") == ("cluster", {"endpoint": "ep7"})
     assert keys.parse_key("hand edited") is None
+
+
+def test_stages_and_selected_kinds_come_from_the_wire_data() -> None:
+    from hvsync_backend.sync import individual
+    from hvsync_backend.sync.registry import FULL_UPDATE_ROUTE, STAGES
+
+    assert [(s.slug, s.route, s.title) for s in STAGES] == [(w.slug, w.route, w.title) for w in wire.STAGES]
+    assert FULL_UPDATE_ROUTE == wire.FULL_UPDATE_ROUTE == "/full-update/stream"
+    assert tuple(wire.SELECTED_KINDS) == individual.KINDS

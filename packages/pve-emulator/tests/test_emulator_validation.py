@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from pve_emulator.returns import check_response
 from pve_emulator.schema import load_schema
-from pve_emulator.validation import ParameterError, check_returns, validate_params
+from pve_emulator.validation import ParameterError, validate_params
 
 SCHEMA = load_schema()
 
@@ -51,6 +52,6 @@ def test_required_enum_range_pattern_and_property_strings() -> None:
 
 def test_check_returns_reports_shape_problems() -> None:
     op = SCHEMA.operation("GET", "/version")
-    assert check_returns(op, {"version": "9.1.2", "release": "9.1", "repoid": "abcdef12"}) == []
-    problems = check_returns(op, {"version": 9, "repoid": "abcdef12"})
+    assert check_response(op, {"version": "9.1.2", "release": "9.1", "repoid": "abcdef12"}) == []
+    problems = [str(drift) for drift in check_response(op, {"version": 9, "repoid": "abcdef12"})]
     assert any("version" in p for p in problems) and any("release" in p for p in problems)
