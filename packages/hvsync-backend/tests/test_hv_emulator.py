@@ -4,35 +4,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from hvsync_backend.endpoints.service import HvTarget
 from hvsync_backend.hv.client import ProxmoxClient
 from hvsync_backend.hv.errors import ProxmoxAuthError, ProxmoxUnreachable
-
-
-def emu_target(emu, methods=("token",), **kw) -> HvTarget:
-    user, token_name = emu.token_id.split("!", 1)
-    base = dict(
-        id=1,
-        name="emu (inv:1)",
-        host=emu.host,
-        port=emu.port,
-        scheme=emu.url.split(":")[0],
-        api_url=emu.api_url,
-        username=user,
-        token_name=token_name,
-        access_methods=tuple(methods),
-        verify_ssl=emu.verify,
-        enabled=True,
-        allow_template_builds=False,
-        timeout=15.0,
-        max_retries=1,
-        retry_backoff=0.05,
-        password=emu.password,
-        token_value=emu.token_secret,
-    )
-    base.update(kw)
-    return HvTarget(**base)
-
+from stage_harness import emu_target
 
 STABLE = ("node", "name", "id", "type", "status", "maxcpu", "maxmem", "nodeid", "online", "quorate")
 

@@ -52,10 +52,11 @@ class IndividualBackend(FakeBackend):
 
 @pytest.fixture
 def world(hv, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
-    from netbox_hvsync import models, sync_runner
+    from netbox_hvsync import models
     from netbox_hvsync.backend.push import hv_record
     from netbox_hvsync.backend.resolution import ResolvedBackend
     from netbox_hvsync.rules.transport import BackendContext
+    from netbox_hvsync.sync import runner as sync_runner
 
     record = hv_record(hv["endpoint"])
     backend = IndividualBackend(

@@ -1,0 +1,128 @@
+"""Every stage's desired state and write plan, run against the real emulator with NetBox in memory.
+
+The e2e suite (tests/e2e) runs the same stages into a real NetBox; these tests pin down, without NetBox,
+what each stage asks NetBox to hold (objects, identity keys, links) and that a second run writes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hvsync_backend.sync.registry import BY_SLUG, STAGES
+from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
+from stage_harness import MemoryNetBox, emulator_source, run_context
+
+PLUGIN_ENDPOINTS = "plugins/hvsync/hv-endpoints"
+#: guest config keys that are disks (a CD-ROM drive is not a disk)
+DISK_SLOT = re.compile(r"^(?:(?:scsi|virtio|sata|ide)\d+|rootfs|mp\d+)$")
+
+
+def proxmox(emu: Any, path: str) -> Any:
+    """What the emulator itself answers (the state a stage is derived from)."""
+    import httpx
+
+    headers = {"Authorization": f"PVEAPIToken={emu.token_id}={emu.token_secret}"}
+    answer = httpx.get(emu.api_url + path, headers=headers, verify=emu.verify, timeout=10)
+    answer.raise_for_status()
+    return answer.json()["data"]
+
+
+def new_run(emu: Any, netbox: MemoryNetBox, **options: Any) -> SyncContext:
+    return run_context(emulator_source(emu), netbox, **options)
+
+
+async def run_stages(ctx: SyncContext, slugs: list[str] | None = None) -> dict[str, Any]:
+    results = {}
+    try:
+        for stage in STAGES if slugs is None else [BY_SLUG[s] for s in slugs]:
+            counts, _ = await stage.run(ctx)
+            results[stage.slug] = counts
+    finally:
+        ctx.cancel_background()
+    return results
+
+
+def keys(netbox: MemoryNetBox, path: str) -> set[str]:
+    return {row["custom_fields"]["hvsync_key"] for row in netbox.rows.get(path, {}).values()}
+
+
+@pytest.fixture
+def netbox() -> MemoryNetBox:
+    store = MemoryNetBox()
+    # the plugin's record of the endpoint, as the plugin pushes it (`(inv:1)` suffix)
+    store.rows[PLUGIN_ENDPOINTS] = {1: {"id": 1, "name": "emu (inv:1)", "backend_id": 1}}
+    return store
+
+
+async def test_a_full_run_writes_what_proxmox_holds_and_a_second_run_writes_nothing(pve_emulator, netbox):
+    resources = proxmox(pve_emulator, "/cluster/resources")
+    guests = {r["vmid"]: r for r in resources if r["type"] in ("qemu", "lxc")}
+    nodes = {r["node"] for r in resources if r["type"] == "node"}
+
+    results = await run_stages(new_run(pve_emulator, netbox))
+    assert [s for s, c in results.items() if c.failed] == []
+
+    # devices: one cluster for the endpoint, one device per node, keyed by the plugin endpoint
+    assert keys(netbox, "virtualization/clusters") == {"inv1|cluster"}
+    assert keys(netbox, "dcim/devices") == {f"inv1|node|{n}" for n in nodes}
+    # virtual-machines: every guest (templates too, by default), on its node's device and the cluster
+    assert keys(netbox, "virtualization/virtual-machines") == {f"inv1|vm|{vmid}" for vmid in guests}
+    device_of = {r["custom_fields"]["hvsync_key"]: r["id"] for r in netbox.rows["dcim/devices"].values()}
+    for vm in netbox.rows["virtualization/virtual-machines"].values():
+        vmid = int(vm["custom_fields"]["hvsync_key"].split("|")[2])
+        assert vm["name"] == guests[vmid]["name"]
+        assert vm["device"] == device_of[f"inv1|node|{guests[vmid]['node']}"]
+        assert {"slug": MANAGED_TAG} in vm["tags"]
+    # vm-disks and vm-interfaces: one per disk and NIC slot of each guest's config
+    disk_keys, nic_keys = set(), set()
+    for vmid, guest in guests.items():
+        config = proxmox(pve_emulator, f"/nodes/{guest['node']}/{guest['type']}/{vmid}/config")
+        disk_keys |= {
+            f"inv1|vm|{vmid}|disk|{slot}"
+            for slot, value in config.items()
+            if DISK_SLOT.match(slot) and "media=cdrom" not in str(value)
+        }
+        nic_keys |= {f"inv1|vm|{vmid}|nic|{slot}" for slot in config if slot.rstrip("0123456789") == "net"}
+    assert keys(netbox, "virtualization/virtual-disks") == disk_keys and disk_keys
+    assert keys(netbox, "virtualization/interfaces") == nic_keys
+    # plugin records: the endpoint's cluster, its nodes and its storage, written under the plugin endpoint
+    assert {r["name"] for r in netbox.rows["plugins/hvsync/nodes"].values()} == nodes
+    storages = {s["storage"] for s in proxmox(pve_emulator, "/storage")}
+    assert {r["name"] for r in netbox.rows["plugins/hvsync/storage"].values()} == storages
+
+    written = len(netbox.writes)
+    again = await run_stages(new_run(pve_emulator, netbox))
+    assert netbox.writes[written:] == [], "a run with nothing changed in Proxmox must write nothing"
+    assert all(c.created == c.updated == c.deleted == 0 for c in again.values())
+
+
+async def test_a_disabled_template_mode_leaves_templates_out(pve_emulator, netbox):
+    resources = proxmox(pve_emulator, "/cluster/resources")
+    templates = {r["vmid"] for r in resources if r["type"] in ("qemu", "lxc") and r.get("template")}
+    assert templates, "the demo cluster has templates"
+    await run_stages(
+        new_run(pve_emulator, netbox, sync_mode_vm_template=False), ["devices", "virtual-machines"]
+    )
+    written = {int(k.split("|")[2]) for k in keys(netbox, "virtualization/virtual-machines")}
+    assert written and not written & templates
+
+
+async def test_stages_hand_proxmox_reads_to_each_other_through_the_typed_run_state(pve_emulator, netbox):
+    ctx = new_run(pve_emulator, netbox)
+    await run_stages(ctx, ["devices", "virtual-machines"])
+    clusters, guests = ctx.reads.clusters, ctx.reads.guests
+    assert clusters is not None and guests is not None and guests[1]
+    await run_stages(ctx, ["vm-disks", "vm-interfaces", "ip-addresses"])
+    # later stages used the same reads (no second read of the guests or the cluster)
+    assert ctx.reads.clusters is clusters and ctx.reads.guests is guests
+    assert ctx.lookups.plugin_endpoints == {1: 1}
+    assert ctx.ip.sightings is not None
+
+
+async def test_dry_run_plans_without_writing(pve_emulator, netbox):
+    ctx = new_run(pve_emulator, netbox, dry_run=True)
+    results = await run_stages(ctx, ["devices"])
+    assert netbox.writes == []
+    assert results["devices"].created >= 2 and {p["kind"] for p in ctx.plans} >= {"cluster", "device"}
