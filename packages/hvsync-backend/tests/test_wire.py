@@ -44,3 +44,25 @@ def test_stages_and_selected_kinds_come_from_the_wire_data() -> None:
     assert [(s.slug, s.route, s.title) for s in STAGES] == [(w.slug, w.route, w.title) for w in wire.STAGES]
     assert FULL_UPDATE_ROUTE == wire.FULL_UPDATE_ROUTE == "/full-update/stream"
     assert tuple(wire.SELECTED_KINDS) == individual.KINDS
+
+
+def test_both_wheels_carry_the_wire_data(tmp_path: Path) -> None:
+    """`wire` is a symlink in the source tree; a built wheel must hold the files themselves."""
+    import subprocess
+    import zipfile
+
+    uv = CONTRACTS.parent / ".tools" / "bin" / "uv"
+    assert uv.exists(), "make setup installs uv into .tools/"
+    for package, module in (("hvsync-backend", "hvsync_backend"), ("netbox-hvsync", "netbox_hvsync")):
+        out = tmp_path / package
+        subprocess.run(
+            [str(uv), "build", "--wheel", "-q", "-o", str(out), str(CONTRACTS.parent / "packages" / package)],
+            check=True,
+            timeout=120,
+        )
+        [wheel] = out.glob("*.whl")
+        names = zipfile.ZipFile(wheel).namelist()
+        for name in ("__init__.py", "keys.py", "redaction.py", "wire.json"):
+            assert f"{module}/wire/{name}" in names, (wheel.name, name)
+        with zipfile.ZipFile(wheel).open(f"{module}/wire/wire.json") as packed:
+            assert json.load(packed) == dict(wire.DATA)
