@@ -8,7 +8,7 @@ Post-save hooks (SPEC 6.5, 4.5): the plugin's records reach the backend when the
   The plugin keeps no long-lived backend clients (each job or push builds its own transport), so there
   are no stale clients for a backend endpoint save to stop.
 
-A push failure never breaks the save: it is logged (redacted by core) and the next sync's preflight
+A push failure never breaks the save: it is logged (redacted by the rules) and the next sync's preflight
 pushes again.
 """
 

@@ -97,7 +97,7 @@ class ClusterPanel(ProxmoxPanel):
 
 
 class DeletionRequestButtons(PluginTemplateExtension):
-    """Approve / Reject on a pending request's page, for users who may change it (four eyes: core.deletion)."""
+    """Approve / Reject on a pending request's page, for users who may change it (four eyes: rules.deletion)."""
 
     models = ["netbox_hvsync.deletionrequest"]
 

@@ -43,7 +43,7 @@ from utilities.exceptions import AbortRequest
 
 logger = logging.getLogger("netbox_hvsync.adoption")
 
-#: Columns compared by the optimistic snapshot (the model's names for core's SECURITY_FIELDS).
+#: Columns compared by the optimistic snapshot (the model's names for the rules' SECURITY_FIELDS).
 SNAPSHOT_COLUMNS = (
     "enabled",
     "url",

@@ -5,7 +5,7 @@ first. Before the preflight it probes `GET /health` (no credentials) on each can
 that answers at all. During the stage loop, a stage that fails with a *transport* failure (no
 backend-authored answer) is tried again on the other candidates; an application failure (the backend
 answered) is final, because another address of the same backend would answer the same. When every
-candidate failed, core's `select_candidate_failure` picks what is reported: the first backend-authored
+candidate failed, the rules' `select_candidate_failure` picks what is reported: the first backend-authored
 failure, else the last transport failure. Later stages keep using the candidate that last answered.
 """
 

@@ -1,4 +1,4 @@
-"""`requests` implementation of `core.transport.Transport`: the only place the plugin speaks HTTP to the backend.
+"""`requests` implementation of `rules.transport.Transport`: the only place the plugin speaks HTTP to the backend.
 
 Every call carries a timeout, redirects are never followed, and connection, TLS and timeout failures
 (including those that happen while a stage stream is being read) become `TransportError`, so core
@@ -44,7 +44,7 @@ def _reason(exc: BaseException) -> str:
 class StreamingResponse:
     """A streamed answer whose line iterator turns mid-stream network failures into `TransportError`.
 
-    Core then judges the stream "interrupted before complete" with the failure's kind (`timeout` when no
+    The rules then judge the stream "interrupted before complete" with the failure's kind (`timeout` when no
     chunk arrived within the read timeout, `connection` when the connection broke); the break is also
     remembered in `broken`.
     """
@@ -77,7 +77,7 @@ class StreamingResponse:
 
 
 class RequestsTransport:
-    """`core.transport.Transport` over one `requests.Session` with TLS verification bound at build time."""
+    """`rules.transport.Transport` over one `requests.Session` with TLS verification bound at build time."""
 
     def __init__(self, *, verify_ssl: bool, read_timeout: float = STREAM_READ_TIMEOUT) -> None:
         self.read_timeout = read_timeout

@@ -2,5 +2,5 @@
 
 from .audit import *  # noqa: F403
 from .endpoints import *  # noqa: F403
-from .sidecars import *  # noqa: F403
 from .proxmox import *  # noqa: F403
+from .sidecars import *  # noqa: F403

@@ -1,6 +1,6 @@
 """The HTTP seam: small protocols the NetBox glue implements with `requests`, tests with fakes.
 
-Core never imports an HTTP library. Every call passes an explicit timeout and `allow_redirects=False`
+The rules never import an HTTP library. Every call passes an explicit timeout and `allow_redirects=False`
 (SPEC 5.2.4, DESIGN 7: calls to the backend refuse redirects). An adapter must translate its library's
 connection, TLS and timeout exceptions into `TransportError`; any 3xx answer is treated here as a
 refused redirect.

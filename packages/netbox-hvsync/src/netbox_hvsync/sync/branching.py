@@ -1,6 +1,6 @@
 """netbox-branching glue for sync jobs (SPEC 3.3): a working branch per job, merged or archived at the end.
 
-`core.branches` decides; this module performs the decisions on the real `netbox_branching.Branch` row.
+`rules.branches` decides; this module performs the decisions on the real `netbox_branching.Branch` row.
 Every status read re-reads the row from the database: an in-memory status may have been changed by a
 merge or archive job elsewhere and is never authorization.
 
@@ -83,7 +83,7 @@ def wait_until_ready(
 
 
 class DatabaseBranchOps:
-    """`core.branches.BranchOps` over a real Branch row; every status read refreshes the row first."""
+    """`rules.branches.BranchOps` over a real Branch row; every status read refreshes the row first."""
 
     def __init__(self, branch: Any, user: Any) -> None:
         self.branch = branch
@@ -113,14 +113,14 @@ class DatabaseBranchOps:
 
 
 def require_branch_ready(branch: Any, user: Any, action: str) -> None:
-    """Before the job writes into the branch: a refreshed READY row (raises core's BranchNotReady)."""
+    """Before the job writes into the branch: a refreshed READY row (raises the rules' BranchNotReady)."""
     require_ready(DatabaseBranchOps(branch, user), action)
 
 
 def finish_working_branch(
     branch: Any, user: Any, *, reconciliation_ok: bool, persist_evidence: Any
 ) -> BranchOutcome:
-    """Merge, archive or leave open, as core decides; the caller fails the job when `job_failed`."""
+    """Merge, archive or leave open, as the rules decide; the caller fails the job when `job_failed`."""
     return finish_branch(
         DatabaseBranchOps(branch, user),
         reconciliation_ok=reconciliation_ok,

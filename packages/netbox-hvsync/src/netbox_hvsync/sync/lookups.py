@@ -22,7 +22,7 @@ from virtualization.models import VirtualMachine
 
 
 class ClusterLookups:
-    """core.scope.ClusterLookups answered from NetBox and the plugin's cluster records."""
+    """rules.scope.ClusterLookups answered from NetBox and the plugin's cluster records."""
 
     def vm_cluster(self, vm_id: int) -> int | None:
         return VirtualMachine.objects.filter(pk=vm_id).values_list("cluster_id", flat=True).first()

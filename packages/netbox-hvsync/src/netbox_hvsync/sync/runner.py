@@ -1,8 +1,8 @@
 """The body of a sync job (SPEC 1.B.3, 4.5, 6, 7.3): preflight, scope, local reconciliation, stage loop.
 
-Core decides every rule (preflight order and blocking conditions, wire ids, stage attempts and retries,
-failure kinds, composed messages, redaction); this module feeds it models and HTTP and writes what
-happened into the job: progress in the job log, the record in `job.data["sync"]`, the composed message
+The rules (`rules/`) decide everything: preflight order and blocking conditions, wire ids, stage attempts
+and retries, failure kinds, composed messages, redaction. This module feeds them models and HTTP and
+writes what happened into the job: progress in the job log, the record in `job.data["sync"]`, the composed message
 in `job.error`. Job data is saved before any raise, so a failed job still shows what ran.
 """
 

@@ -1,6 +1,6 @@
 """Selected-objects jobs for every object type (SPEC 4.5 "Selected-objects job", items 3-6).
 
-Each object is pinned with core's owner table (`core.scope.pin_object`) and synced by one call to the
+Each object is pinned with the rules' owner table (`rules.scope.pin_object`) and synced by one call to the
 backend's `/sync/individual/<kind>` with the query that names it (a VM's VMID, a storage id, a backup's
 VMID and volume id, a snapshot's VMID and name, a task's UPID). Answers are handled alike for every
 type: failed objects are named, and any failure fails the job.

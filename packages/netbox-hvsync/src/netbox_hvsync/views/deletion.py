@@ -1,4 +1,4 @@
-"""Approve or reject a deletion request from its page (four eyes; rules in core.deletion).
+"""Approve or reject a deletion request from its page (four eyes; rules in rules.deletion).
 
 REST keeps deletion requests read-only (SPEC 4.4); deciding is a UI action under the model's change
 permission, restricted per object like every NetBox edit. The row is locked while it is decided, so two

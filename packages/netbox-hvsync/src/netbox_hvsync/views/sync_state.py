@@ -1,7 +1,7 @@
 """`/plugins/hvsync/sync-state/`: the backend's bootstrap report and the repair action (SPEC 4.6, 5.3, 7.3).
 
 GET (view permission on the backend endpoint) asks the backend for `GET /extras/bootstrap-status` and
-shows core's badge, the detail and the raw (redacted) payload. POST is the repair: core's `run_repair`
+shows the rules' badge, the detail and the raw (redacted) payload. POST is the repair: the rules' `run_repair`
 checks the hard stops (missing `core.add_job`, a repair sync already running), calls the backend's
 custom-field reconcile best-effort, then queues a full sync through `enqueue_sync`, the same pipeline
 as the full-update button; the flash message links the job. Nothing here talks to Proxmox.
