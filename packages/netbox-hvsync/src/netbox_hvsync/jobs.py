@@ -17,6 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from netbox.jobs import JobRunner
 
 from netbox_hvsync.choices import SYNC_TYPE_ALL, SyncModeChoices
+from netbox_hvsync.sync.runner import run_sync_job
 
 SYNC_JOB_NAME = "hvsync sync"
 
@@ -86,8 +87,6 @@ class SyncJob(JobRunner):
 
     def run(self, *args: Any, sync: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """Preflight, scope, local reconciliation and the stage loop (netbox_hvsync.sync.runner)."""
-        from netbox_hvsync.sync.runner import run_sync_job
-
         data = self.job.data or {}
         run_sync_job(self.job, self.logger, dict(data.get("sync") or sync or build_sync_block()))
 

@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 from netbox_hvsync import models
 from netbox_hvsync.choices import SYNC_STAGES, SYNC_TYPE_ALL, SyncModeChoices
 from netbox_hvsync.jobs import enqueue_sync
+from netbox_hvsync.sync.branching import branching_installed
 from netbox_hvsync.sync.job_queries import sync_jobs
 from netbox_hvsync.sync.selected import SELECTED_TYPES, VM_TYPE, model_of
 
@@ -153,8 +154,6 @@ class SyncScheduleSerializer(serializers.Serializer):
                 {"object_ids": "object_ids is only used in selected-objects mode."}
             )
         if attrs.get("use_branch"):
-            from netbox_hvsync.sync.branching import branching_installed
-
             if attrs.get("mode") == SyncModeChoices.SELECTED:
                 raise serializers.ValidationError(
                     {

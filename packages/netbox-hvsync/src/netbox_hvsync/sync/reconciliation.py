@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import Q
+from netbox_hvsync.models import SyncedVirtualMachine
 from netbox_hvsync.rules.transport import BackendContext, Transport, TransportError, call
 
 #: Read-only backend routes, one per reconciliation part, in the order they run.
@@ -139,9 +141,6 @@ def read_part(
 
 def netbox_templates(endpoint_pks: Iterable[int]) -> dict[int, set[int]]:
     """Plugin endpoint pk -> VMIDs of the VMs hvsync synced as templates (sidecar flag or the tag)."""
-    from django.db.models import Q
-    from netbox_hvsync.models import SyncedVirtualMachine
-
     out: dict[int, set[int]] = {pk: set() for pk in endpoint_pks}
     rows = (
         SyncedVirtualMachine.objects.filter(endpoint_id__in=list(out))

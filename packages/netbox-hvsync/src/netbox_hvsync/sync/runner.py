@@ -27,6 +27,7 @@ from netbox_hvsync.backend.resolution import ResolvedBackend, backend_target, re
 from netbox_hvsync.choices import SYNC_STAGES, SYNC_TYPE_ALL, SyncModeChoices
 from netbox_hvsync.models import HvEndpoint, InventoryEndpoint
 from netbox_hvsync.rules.adoption import recheck_stored_key
+from netbox_hvsync.rules.branches import BranchNotReady
 from netbox_hvsync.rules.failures import APPLICATION
 from netbox_hvsync.rules.preflight import PreflightBlocked, append_hint, http_steps, run_preflight
 from netbox_hvsync.rules.push import HV_PATH, list_rows
@@ -44,6 +45,13 @@ from netbox_hvsync.rules.transport import BackendContext
 from netbox_hvsync.rules.urls import CanonicalTarget
 from netbox_hvsync.rules.wire_ids import resolve_wire_ids
 from netbox_hvsync.sync import reconciliation
+from netbox_hvsync.sync.branching import (
+    BranchingUnavailable,
+    BranchSetupFailed,
+    create_working_branch,
+    finish_working_branch,
+    require_branch_ready,
+)
 from netbox_hvsync.sync.lookups import ClusterLookups
 from netbox_hvsync.sync.selected import SELECTED_TYPES, VM_TYPE, run_objects, unknown_type_message
 from netbox_hvsync.sync.state import RunState, StepTimer, SyncJobFailed
@@ -194,15 +202,6 @@ class SyncRun(RunState):
     def branched_run(self, resolved: ResolvedBackend, resolution: Any, hint: str) -> None:
         """SPEC 3.3: every stage writes into the job's own working branch (the backend sends
         `X-NetBox-Branch`), and the end of the job merges it, archives it, or leaves it open."""
-        from netbox_hvsync.rules.branches import BranchNotReady
-        from netbox_hvsync.sync.branching import (
-            BranchingUnavailable,
-            BranchSetupFailed,
-            create_working_branch,
-            finish_working_branch,
-            require_branch_ready,
-        )
-
         user = getattr(self.job, "user", None)
         try:
             branch = create_working_branch(str(self.block["run_id"]), user)

@@ -18,6 +18,7 @@ from utilities.exceptions import AbortRequest
 from utilities.views import ConditionalLoginRequiredMixin, register_model_view
 
 from netbox_hvsync import filtersets, forms, models, tables
+from netbox_hvsync.backend.push import push_hv_by_pk
 
 DETAIL_TEMPLATE = "netbox_hvsync/object_detail.html"
 
@@ -457,8 +458,6 @@ class HomeView(ConditionalLoginRequiredMixin, View):
     pushed to the backend on view (SPEC 4.5 "opportunistic push"), and the way to the sync-state page."""
 
     def get(self, request: HttpRequest) -> HttpResponse:
-        from netbox_hvsync.backend.push import push_hv_by_pk  # HTTP glue, loaded only when a push may run
-
         selected = _selected_hv_endpoint(request)
         push = push_hv_by_pk(selected.pk) if selected is not None else None
         sections = []
