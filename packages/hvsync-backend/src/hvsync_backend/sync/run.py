@@ -154,11 +154,11 @@ class SyncContext:
     readers: dict[int, ProxmoxReader] = field(default_factory=dict)
     ids: dict[str, dict[str, int]] = field(default_factory=dict)
     #: Proxmox data several stages share, read once per run
-    reads: ProxmoxReads = field(default_factory=lambda: ProxmoxReads())
+    reads: ProxmoxReads = field(default_factory=ProxmoxReads)
     #: NetBox data looked up once per run
-    lookups: NetBoxLookups = field(default_factory=lambda: NetBoxLookups())
+    lookups: NetBoxLookups = field(default_factory=NetBoxLookups)
     #: the ip-addresses stage's working set, shared by its kinds
-    ip: IPAddressState = field(default_factory=lambda: IPAddressState())
+    ip: IPAddressState = field(default_factory=IPAddressState)
     failed_endpoints: set[str] = field(default_factory=set)
     problems: list[dict[str, Any]] = field(default_factory=list)
     object_frames: int = 0
