@@ -6,6 +6,8 @@ UV := $(ROOT)/.tools/bin/uv
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 export UV_LINK_MODE := copy
+# NETBOX_VERSION=4.5.8|4.6.8|4.7.0|4.7.3 picks the NetBox release of `make netbox`, `make test`, `make demo`
+export NETBOX_VERSION
 VENV_PY := $(ROOT)/.venv/bin/python
 PYTEST := $(ROOT)/.venv/bin/pytest
 

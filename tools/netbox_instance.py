@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""A real NetBox for hvsync's tests and demo, prepared idempotently from the Python registry.
+"""A real NetBox for hvsync's tests and demo, of any supported release, prepared idempotently.
 
-NetBox lives in its own venv (`.netbox/venv`) with the plugin installed editable, talks to PostgreSQL and
-Redis on loopback, and is served by gunicorn with an RQ worker beside it. Migrating NetBox from scratch
-takes ~10 minutes on a 2-core machine, so it is done once into a template database that is also dumped
-into a cache outside the repository; every instance and every test run clones that template
-(`CREATE DATABASE ... TEMPLATE ...`, well under a second) and only applies the plugin's migrations.
+`NETBOX_VERSION` picks the release (4.5.8, 4.6.8, 4.7.0 or 4.7.3, the default): 4.7.x installs from the
+Python registry, 4.5.8 and 4.6.8 (not on the registry) from NetBox's released sources in
+shared/netbox-src. Each release has its own venv under `.netbox/releases/<version>/` (NetBox, the
+netbox-branching release made for it, the plugin installed editable), its own configuration and its own
+template database. NetBox talks to PostgreSQL and Redis on loopback and is served by gunicorn with an RQ
+worker beside it. Migrating NetBox from scratch takes 5-10 minutes on a 2-core machine, so it is done once
+per release into a template database that is also dumped into a cache outside the repository; every
+instance and every test run clones that template (`CREATE DATABASE ... TEMPLATE ...`, well under a
+second) plus the plugin's migrations.
 
 Commands (run with any Python 3.12; only the standard library is used):
-  up [--name dev] [--fresh] [--restart] [--port N]
+  up [--name dev] [--fresh] [--restart] [--port N] [--upgrade-from VERSION]
                                         prepare and start an instance (kept as is when already up)
   down [--name dev]                     stop the processes this tool started for the instance
   status                                show instances and whether they answer
-  forget --name NAME                    stop an instance, drop its database, free its port/Redis slot
+  forget --name NAME                    stop an instance, drop its databases, free its port/Redis slot
   manage [--name dev] ARGS...           run `netbox ARGS` against the instance's database (DEVELOPER=True)
   pytest ARGS...                        run pytest in NetBox's venv against a fresh cloned database
   template                              only make sure the migrated template database exists
@@ -30,34 +34,101 @@ import json
 import os
 import secrets
 import shlex
+import shutil
 import signal
 import socket
 import string
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-NETBOX_VERSION = "4.7.3"
-BRANCHING_VERSION = "1.2.2"
-PSYCOPG_OVERRIDE = "psycopg[binary,pool]==3.3.6"  # NetBox pins psycopg[c]; the binary wheel skips a C build
 EXTRA_REQUIREMENTS = ("whitenoise>=6.7", "pytest>=8", "pytest-django>=4.9", "requests>=2.32")
 
 REPO = Path(__file__).resolve().parents[1]
 STATE = REPO / ".netbox"
-VENV = STATE / "venv"
-CONF_DIR = STATE / "conf"
-NETBOX_ROOT = STATE / "root"
 PLUGIN_DIR = REPO / "packages" / "netbox-hvsync"
 CACHE = Path(os.environ.get("HVSYNC_CACHE_DIR", Path.home() / ".cache" / "hvsync"))
 UV = REPO / ".tools" / "bin" / "uv"
+#: NetBox's own released sources of the releases that are not on the Python registry (shared/netbox-src)
+NETBOX_SRC = Path(os.environ.get("HVSYNC_NETBOX_SRC", REPO.parent / "shared" / "netbox-src"))
 
 PG = {"host": "127.0.0.1", "port": "5432", "user": "postgres"}
-TEMPLATE_DB = "hvsync_nbtpl_" + f"{NETBOX_VERSION}_b{BRANCHING_VERSION}".replace(".", "_")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One supported NetBox release: where it comes from, the netbox-branching release made for it, and
+    where its venv, configuration, root and template database live (each release has its own)."""
+
+    version: str
+    branching: str
+    #: pre-4.7 releases are not on the Python registry: they come from NetBox's released source tarball
+    from_source: bool
+
+    @property
+    def home(self) -> Path:
+        return STATE / "releases" / self.version
+
+    @property
+    def venv(self) -> Path:
+        return self.home / "venv"
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.home / "conf"
+
+    @property
+    def root(self) -> Path:
+        """NETBOX_ROOT of a registry release (media, scripts, static)."""
+        return self.home / "root"
+
+    @property
+    def source(self) -> Path:
+        """The Django project of a source release (`netbox-<version>/netbox`, the manage.py folder)."""
+        return self.home / "src" / f"netbox-{self.version}" / "netbox"
+
+    @property
+    def static_dir(self) -> Path:
+        # 4.7 collects into NETBOX_ROOT/static; before 4.7 STATIC_ROOT is fixed to the project's static/
+        return self.source / "static" if self.from_source else self.root / "static"
+
+    @property
+    def template_db(self) -> str:
+        return "hvsync_nbtpl_" + f"{self.version}_b{self.branching}".replace(".", "_")
+
+    @property
+    def slug(self) -> str:
+        return self.version.replace(".", "_")
+
+
+RELEASES = {
+    r.version: r
+    for r in (
+        Release("4.5.8", branching="1.1.3", from_source=True),
+        Release("4.6.8", branching="1.1.3", from_source=True),
+        Release("4.7.0", branching="1.2.2", from_source=False),
+        Release("4.7.3", branching="1.2.2", from_source=False),
+    )
+}
+DEFAULT_VERSION = "4.7.3"
+
+
+def selected_release() -> Release:
+    """The release named by NETBOX_VERSION (`make netbox NETBOX_VERSION=4.6.8`), else the default."""
+    version = os.environ.get("NETBOX_VERSION") or DEFAULT_VERSION
+    if version not in RELEASES:
+        raise SystemExit(f"NETBOX_VERSION={version} is not supported; choose one of {', '.join(RELEASES)}")
+    return RELEASES[version]
+
+
+RELEASE = selected_release()
 TEMPLATE_DONE = "hvsync template complete"
 CONFIG_MODULE = "hvsync_netbox_configuration"
 ADMIN_USER, ADMIN_PASSWORD = "admin", "admin"
@@ -216,28 +287,124 @@ def ensure_uv() -> None:
     subprocess.run([str(REPO / ".tools" / "bin" / "pip"), "install", "-q", "uv>=0.5"], check=True)
 
 
-def ensure_venv() -> None:
-    """NetBox, netbox-branching and the plugin (editable) in NetBox's own Python 3.12 venv."""
+PSYCOPG = "psycopg"  # NetBox pins psycopg[c,pool]; the binary wheel of the same version skips a C build
+
+
+def binary_psycopg(requirement: str) -> str:
+    """`psycopg[c,pool]==3.3.6` -> `psycopg[binary,pool]==3.3.6` (other requirements unchanged)."""
+    name, _, rest = requirement.partition("[")
+    if name.strip().lower() != PSYCOPG or "]" not in rest:
+        return requirement
+    extras, _, spec = rest.partition("]")
+    kept = [e.strip() for e in extras.split(",") if e.strip() not in ("c", "binary")]
+    return f"{PSYCOPG}[{','.join(['binary', *kept])}]{spec}"
+
+
+def extract_source(release: Release) -> Path:
+    """NetBox's released source of a pre-4.7 release, unpacked once into the release's home."""
+    tarball = NETBOX_SRC / f"netbox-{release.version}.tar.gz"
+    top = release.source.parent
+    if (top / ".hvsync-extracted").exists():
+        return top
+    if not tarball.exists():
+        raise SystemExit(
+            f"NetBox {release.version} is not on the Python registry and its source {tarball} is missing "
+            "(set HVSYNC_NETBOX_SRC to the folder holding netbox-<version>.tar.gz)"
+        )
+    log(f"unpacking {tarball.name}")
+    shutil.rmtree(top, ignore_errors=True)
+    top.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(tarball) as tar:
+        tar.extractall(top.parent, filter="data")
+    if not release.source.is_dir():
+        raise SystemExit(f"{tarball} has no netbox-{release.version}/netbox folder")
+    # the docs NetBox serves are built by mkdocs in a release build; an empty folder keeps the static
+    # files check quiet
+    (release.source / "project-static" / "docs").mkdir(parents=True, exist_ok=True)
+    (top / ".hvsync-extracted").write_text(release.version)
+    return top
+
+
+def netbox_requirements(release: Release) -> list[str]:
+    """What to install for NetBox itself: the registry package, or a source release's pinned requirements
+    (psycopg switched to its binary build, as for the registry package)."""
+    if not release.from_source:
+        return [f"netbox=={release.version}"]
+    pinned = extract_source(release) / "requirements.txt"
+    lines = [line.split("#", 1)[0].strip() for line in pinned.read_text().splitlines()]
+    return [binary_psycopg(line) for line in lines if line]
+
+
+LAUNCHER = """#!/bin/sh
+# NetBox {version} from its released source: `netbox ARGS` is `manage.py ARGS` (written by tools/netbox_instance.py)
+exec "{python}" "{manage}" "$@"
+"""
+
+
+def link_source(release: Release) -> None:
+    """A source release behaves like the registry package: `import netbox` works in its venv (gunicorn,
+    pytest-django) and `netbox ARGS` runs manage.py."""
+    site = next((release.venv / "lib").glob("python3*/site-packages"))
+    (site / "hvsync-netbox-source.pth").write_text(str(release.source) + "\n")
+    launcher = release.venv / "bin" / "netbox"
+    launcher.write_text(
+        LAUNCHER.format(
+            version=release.version,
+            python=release.venv / "bin" / "python",
+            manage=release.source / "manage.py",
+        )
+    )
+    launcher.chmod(0o755)
+
+
+def pin_binary_psycopg(python: Path, env: dict[str, str]) -> None:
+    """The registry package pins psycopg[c]; install the binary build of exactly that version into the
+    venv of `python`."""
+    pin = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import importlib.metadata as m; print(next(r for r in m.requires('netbox') if r.startswith('psycopg')))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    subprocess.run(
+        [str(UV), "pip", "install", "-q", "--python", str(python), binary_psycopg(pin.split(";")[0].strip())],
+        check=True,
+        env=env,
+    )
+
+
+def ensure_venv(release: Release | None = None) -> None:
+    """NetBox, the matching netbox-branching and the plugin (editable) in the release's own venv."""
+    release = release or RELEASE
     wanted = json.dumps(
         {
-            "netbox": NETBOX_VERSION,
-            "branching": BRANCHING_VERSION,
+            "netbox": release.version,
+            "branching": release.branching,
             "extra": EXTRA_REQUIREMENTS,
             "plugin_pyproject": (PLUGIN_DIR / "pyproject.toml").read_text(),
         },
         sort_keys=True,
     )
-    marker = VENV / ".hvsync-requirements"
+    marker = release.venv / ".hvsync-requirements"
     if marker.exists() and marker.read_text() == wanted:
         return
     ensure_uv()
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
-    if not (VENV / "bin" / "python").exists():
-        log("creating NetBox's venv")
-        subprocess.run([str(UV), "venv", "-q", "--python", python_312(), str(VENV)], check=True, env=env)
-    overrides = STATE / "overrides.txt"
-    overrides.write_text(PSYCOPG_OVERRIDE + "\n")
-    log(f"installing netbox=={NETBOX_VERSION}, netbox-branching=={BRANCHING_VERSION} and the plugin")
+    if not (release.venv / "bin" / "python").exists():
+        log(f"creating the venv of NetBox {release.version}")
+        subprocess.run(
+            [str(UV), "venv", "-q", "--python", python_312(), str(release.venv)], check=True, env=env
+        )
+    requirements = release.home / "requirements.txt"
+    requirements.write_text("\n".join(netbox_requirements(release)) + "\n")
+    overrides = release.home / "overrides.txt"
+    # the registry package pins psycopg[c,pool]: never build it; its exact pin follows the install
+    overrides.write_text("" if release.from_source else f"{PSYCOPG}[binary,pool]\n")
+    log(f"installing NetBox {release.version}, netbox-branching=={release.branching} and the plugin")
     subprocess.run(
         [
             str(UV),
@@ -245,11 +412,12 @@ def ensure_venv() -> None:
             "install",
             "-q",
             "--python",
-            str(VENV / "bin" / "python"),
+            str(release.venv / "bin" / "python"),
             "--override",
             str(overrides),
-            f"netbox=={NETBOX_VERSION}",
-            f"netboxlabs-netbox-branching=={BRANCHING_VERSION}",
+            "-r",
+            str(requirements),
+            f"netboxlabs-netbox-branching=={release.branching}",
             *EXTRA_REQUIREMENTS,
             "-e",
             str(PLUGIN_DIR),
@@ -257,6 +425,10 @@ def ensure_venv() -> None:
         check=True,
         env=env,
     )
+    if release.from_source:
+        link_source(release)
+    else:
+        pin_binary_psycopg(release.venv / "bin" / "python", env)
     marker.write_text(wanted)
 
 
@@ -317,14 +489,14 @@ application = WhiteNoise(_netbox, root="{static}", prefix="static/")
 
 
 def write_config() -> None:
-    CONF_DIR.mkdir(parents=True, exist_ok=True)
-    NETBOX_ROOT.mkdir(parents=True, exist_ok=True)
-    (CONF_DIR / f"{CONFIG_MODULE}.py").write_text(
+    RELEASE.conf_dir.mkdir(parents=True, exist_ok=True)
+    RELEASE.root.mkdir(parents=True, exist_ok=True)
+    (RELEASE.conf_dir / f"{CONFIG_MODULE}.py").write_text(
         CONFIG_TEMPLATE.format(
             secret_key=secret_value("secret-key"), pepper=secret_value("token-pepper"), **PG
         )
     )
-    (CONF_DIR / "hvsync_netbox_wsgi.py").write_text(WSGI_MODULE.format(static=NETBOX_ROOT / "static"))
+    (RELEASE.conf_dir / "hvsync_netbox_wsgi.py").write_text(WSGI_MODULE.format(static=RELEASE.static_dir))
 
 
 def netbox_env(db: str, redis_base: int, **extra: str) -> dict[str, str]:
@@ -332,13 +504,13 @@ def netbox_env(db: str, redis_base: int, **extra: str) -> dict[str, str]:
     env.update(
         {
             "NETBOX_CONFIGURATION": CONFIG_MODULE,
-            "NETBOX_ROOT": str(NETBOX_ROOT),
-            "PYTHONPATH": str(CONF_DIR),
+            "NETBOX_ROOT": str(RELEASE.root),
+            "PYTHONPATH": str(RELEASE.conf_dir),
             "HVSYNC_NETBOX_DB": db,
             "HVSYNC_NETBOX_REDIS_BASE": str(redis_base),
             "DJANGO_SETTINGS_MODULE": "netbox.settings",
-            "VIRTUAL_ENV": str(VENV),
-            "PATH": f"{VENV / 'bin'}:{os.environ.get('PATH', '')}",
+            "VIRTUAL_ENV": str(RELEASE.venv),
+            "PATH": f"{RELEASE.venv / 'bin'}:{os.environ.get('PATH', '')}",
         }
     )
     env.update(extra)
@@ -349,7 +521,7 @@ def run_netbox(
     args: Sequence[str], env: dict[str, str], timeout: float | None = None, capture: bool = False
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(VENV / "bin" / "netbox"), *args],
+        [str(RELEASE.venv / "bin" / "netbox"), *args],
         env=env,
         check=True,
         timeout=timeout,
@@ -363,37 +535,29 @@ def run_netbox(
 
 
 def ensure_template() -> None:
-    with file_lock("template"):
-        if db_exists(TEMPLATE_DB) and db_comment(TEMPLATE_DB) == TEMPLATE_DONE:
+    with file_lock(f"template-{RELEASE.version}"):
+        if db_exists(RELEASE.template_db) and db_comment(RELEASE.template_db) == TEMPLATE_DONE:
             return
-        drop_db(TEMPLATE_DB)  # ours, and incomplete
-        dump = CACHE / f"{TEMPLATE_DB}.dump"
-        psql(f'CREATE DATABASE "{TEMPLATE_DB}"')
+        drop_db(RELEASE.template_db)  # ours, and incomplete
+        dump = CACHE / f"{RELEASE.template_db}.dump"
+        psql(f'CREATE DATABASE "{RELEASE.template_db}"')
+        restored = False
         if dump.exists():
             log(f"restoring the migrated NetBox template from {dump}")
             t0 = time.monotonic()
-            subprocess.run(
-                [
-                    "pg_restore",
-                    "-h",
-                    PG["host"],
-                    "-p",
-                    PG["port"],
-                    "-U",
-                    PG["user"],
-                    "-d",
-                    TEMPLATE_DB,
-                    "--no-owner",
-                    str(dump),
-                ],
-                check=True,
-                timeout=900,
-            )
-            log(f"restored in {time.monotonic() - t0:.1f}s")
-        else:
+            try:
+                restore_dump(dump, RELEASE.template_db)
+                restored = True
+                log(f"restored in {time.monotonic() - t0:.1f}s")
+            except RuntimeError as exc:  # a cache must never fail a run: migrate afresh instead
+                log(f"{exc}; discarding the cached dump and migrating afresh")
+                dump.unlink()
+                drop_db(RELEASE.template_db)
+                psql(f'CREATE DATABASE "{RELEASE.template_db}"')
+        if not restored:
             log("migrating a fresh NetBox database (about 10 minutes on 2 cores; done once, then cached)")
             t0 = time.monotonic()
-            env = netbox_env(TEMPLATE_DB, PYTEST_REDIS_BASE, HVSYNC_NETBOX_CORE_ONLY="1")
+            env = netbox_env(RELEASE.template_db, PYTEST_REDIS_BASE, HVSYNC_NETBOX_CORE_ONLY="1")
             run_netbox(["migrate", "--no-input", "-v", "0"], env, timeout=3600)
             log(f"migrated in {time.monotonic() - t0:.0f}s; caching a dump in {dump}")
             CACHE.mkdir(parents=True, exist_ok=True)
@@ -410,25 +574,57 @@ def ensure_template() -> None:
                     "-Fc",
                     "-f",
                     str(tmp),
-                    TEMPLATE_DB,
+                    RELEASE.template_db,
                 ],
                 check=True,
                 timeout=900,
             )
             tmp.rename(dump)
-        psql(f"COMMENT ON DATABASE \"{TEMPLATE_DB}\" IS '{TEMPLATE_DONE}'")
+        psql(f"COMMENT ON DATABASE \"{RELEASE.template_db}\" IS '{TEMPLATE_DONE}'")
+
+
+# pg_dump empties search_path for the restore, but a trigger's WHEN clause cannot schema-qualify the
+# operator behind `IS DISTINCT FROM`: NetBox 4.7.0's ltree cascade triggers compare two `public.ltree`
+# values that way, so a plain pg_restore fails on them ("operator does not exist: public.ltree =
+# public.ltree"). NetBox 4.7.1 rewrote those triggers; restoring with `public` on the search path works
+# for every release.
+_EMPTY_SEARCH_PATH = "SELECT pg_catalog.set_config('search_path', '', false);"
+_RESTORE_SEARCH_PATH = "SELECT pg_catalog.set_config('search_path', 'public, pg_catalog', false);"
+
+
+def restore_dump(dump: Path, db: str) -> None:
+    """Restore a custom-format dump as SQL through psql, with `public` on the search path."""
+    connection = ["-h", PG["host"], "-p", PG["port"], "-U", PG["user"]]
+    sql = subprocess.Popen(
+        ["pg_restore", "--no-owner", "-f", "-", str(dump)], stdout=subprocess.PIPE, text=True
+    )
+    load = subprocess.Popen(
+        ["psql", *connection, "-d", db, "-v", "ON_ERROR_STOP=1", "-q", "-o", os.devnull],
+        stdin=subprocess.PIPE,
+        text=True,
+    )
+    assert sql.stdout is not None and load.stdin is not None
+    try:
+        for line in sql.stdout:
+            load.stdin.write(_RESTORE_SEARCH_PATH + "\n" if line.rstrip("\n") == _EMPTY_SEARCH_PATH else line)
+    except BrokenPipeError:
+        pass  # psql stopped on an error; its exit status says so below
+    finally:
+        load.stdin.close()
+    if sql.wait(timeout=900) != 0 or load.wait(timeout=900) != 0:
+        raise RuntimeError(f"restoring {dump} into {db} failed (pg_restore {sql.returncode}, psql {load.returncode})")
 
 
 def migrations_stamp() -> str:
     """What the plugin's migrations are now: a database migrated at this stamp needs no `migrate`."""
-    digest = hashlib.sha256(TEMPLATE_DB.encode())
+    digest = hashlib.sha256(RELEASE.template_db.encode())
     for path in sorted((PLUGIN_DIR / "src" / "netbox_hvsync" / "migrations").glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
 def plugin_template_name() -> str:
-    return f"{TEMPLATE_DB}_p{migrations_stamp()[:10]}"
+    return f"{RELEASE.template_db}_p{migrations_stamp()[:10]}"
 
 
 def ensure_plugin_template() -> str:
@@ -437,18 +633,31 @@ def ensure_plugin_template() -> str:
     Rebuilt only when the plugin's migrations change; older plugin templates of ours are dropped.
     """
     name = plugin_template_name()
-    with file_lock("template"):
+    with file_lock(f"template-{RELEASE.version}"):
         if db_exists(name) and db_comment(name) == TEMPLATE_DONE:
             return name
-        stale = psql(f"SELECT datname FROM pg_database WHERE datname LIKE '{TEMPLATE_DB}_p%'").split()
+        stale = psql(f"SELECT datname FROM pg_database WHERE datname LIKE '{RELEASE.template_db}_p%'").split()
         for old in stale:
             drop_db(old)
-        psql(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE_DB}"')
+        psql(f'CREATE DATABASE "{name}" TEMPLATE "{RELEASE.template_db}"')
         t0 = time.monotonic()
         run_netbox(["migrate", "--no-input", "-v", "0"], netbox_env(name, PYTEST_REDIS_BASE), timeout=1200)
         log(f"plugin migrations applied to the template {name} in {time.monotonic() - t0:.1f}s")
         psql(f"COMMENT ON DATABASE \"{name}\" IS '{TEMPLATE_DONE}'")
     return name
+
+
+def upgrade_database(db: str, source: str, redis_base: int) -> None:
+    """NetBox upgraded in place, as an operator does it: a copy of an older release's database (plugin
+    installed, data synced) migrated by this release, plugin included."""
+    if not db_exists(source):
+        raise SystemExit(f"no database {source} to upgrade from: bring that release's instance up first")
+    log(f"upgrading a copy of {source} to NetBox {RELEASE.version} as {db}")
+    drop_db(db)
+    psql(f'CREATE DATABASE "{db}" TEMPLATE "{source}"')
+    t0 = time.monotonic()
+    run_netbox(["migrate", "--no-input", "-v", "0"], netbox_env(db, redis_base), timeout=1800)
+    log(f"migrated to NetBox {RELEASE.version} in {time.monotonic() - t0:.1f}s")
 
 
 def prepare_database(db: str, redis_base: int, fresh: bool, stamp_file: Path | None = None) -> None:
@@ -500,14 +709,14 @@ def bootstrap_admin(db: str, redis_base: int, plaintext: str) -> str:
 
 
 def ensure_static(redis_base: int) -> None:
-    marker = NETBOX_ROOT / "static" / ".hvsync-collected"
-    stamp = (
-        f"{NETBOX_VERSION}:{BRANCHING_VERSION}:{sorted(p.name for p in (PLUGIN_DIR / 'src').rglob('static'))}"
-    )
+    marker = RELEASE.static_dir / ".hvsync-collected"
+    stamp = f"{RELEASE.version}:{RELEASE.branching}:{sorted(p.name for p in (PLUGIN_DIR / 'src').rglob('static'))}"
     if marker.exists() and marker.read_text() == stamp:
         return
     log("collecting static files")
-    run_netbox(["collectstatic", "--no-input", "-v", "0"], netbox_env(TEMPLATE_DB, redis_base), timeout=600)
+    run_netbox(
+        ["collectstatic", "--no-input", "-v", "0"], netbox_env(RELEASE.template_db, redis_base), timeout=600
+    )
     marker.write_text(stamp)
 
 
@@ -517,6 +726,12 @@ def ensure_static(redis_base: int) -> None:
 
 def instance_dir(name: str) -> Path:
     return STATE / "instances" / name
+
+
+def instance_db(name: str) -> str:
+    """An instance's database, one per release: switching NETBOX_VERSION never migrates a database of
+    another release (a 4.7 database cannot go back to 4.5)."""
+    return f"hvsync_netbox_{name}_{RELEASE.slug}"
 
 
 def instance_slot(name: str) -> tuple[int, int]:
@@ -546,7 +761,10 @@ def instance_slot(name: str) -> tuple[int, int]:
 def forget(name: str) -> None:
     """Stop an instance, drop its database and free its slot."""
     stop_instance(name)
-    drop_db(f"hvsync_netbox_{name}")
+    for db in psql(
+        f"SELECT datname FROM pg_database WHERE datname ~ '^hvsync_netbox_{name}_[0-9_]+$'"
+    ).split():
+        drop_db(db)
     for leftover in ("slot.json", "migrations.stamp", "env"):
         (instance_dir(name) / leftover).unlink(missing_ok=True)
     log(f"forgot instance {name}")
@@ -610,7 +828,7 @@ def start_instance(name: str, db: str, port: int, redis_base: int, workers: int)
     env = netbox_env(db, redis_base)
     procs = {
         "gunicorn": [
-            str(VENV / "bin" / "gunicorn"),
+            str(RELEASE.venv / "bin" / "gunicorn"),
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",
@@ -626,7 +844,7 @@ def start_instance(name: str, db: str, port: int, redis_base: int, workers: int)
             str(d / "logs" / "access.log"),
             "hvsync_netbox_wsgi:application",
         ],
-        "rqworker": [str(VENV / "bin" / "netbox"), "rqworker", "high", "default", "low"],
+        "rqworker": [str(RELEASE.venv / "bin" / "netbox"), "rqworker", "high", "default", "low"],
     }
     pids = {}
     for proc_name, argv in procs.items():
@@ -662,21 +880,28 @@ def already_up(name: str, db: str, url: str) -> bool:
     return bool(auth) and db_exists(db) and http_ok(f"{url}/api/status/", auth)
 
 
-def up(name: str, fresh: bool, restart: bool, port: int | None, workers: int) -> None:
+def up(
+    name: str, fresh: bool, restart: bool, port: int | None, workers: int, upgrade_from: str | None = None
+) -> None:
     default_port, redis_base = instance_slot(name)
     port = port or default_port
-    db = f"hvsync_netbox_{name}"
+    db = instance_db(name)
     t0 = time.monotonic()
     with file_lock(f"instance-{name}"):
         ensure_venv()
         write_config()
-        if not (fresh or restart) and already_up(name, db, f"http://127.0.0.1:{port}"):
+        if not (fresh or restart or upgrade_from) and already_up(name, db, f"http://127.0.0.1:{port}"):
             log(f"instance '{name}' is already up at http://127.0.0.1:{port} (use --restart to reload code)")
             return
         ensure_template()
         stop_instance(name)
-        claim_redis(name, redis_base, fresh)
-        prepare_database(db, redis_base, fresh, instance_dir(name) / "migrations.stamp")
+        claim_redis(name, redis_base, fresh or bool(upgrade_from))
+        stamp = instance_dir(name) / "migrations.stamp"
+        if upgrade_from:
+            upgrade_database(db, f"hvsync_netbox_{name}_{RELEASES[upgrade_from].slug}", redis_base)
+            stamp.write_text(migrations_stamp())
+        else:
+            prepare_database(db, redis_base, fresh, stamp)
         ensure_static(redis_base)
         start_instance(name, db, port, redis_base, workers)
         url = f"http://127.0.0.1:{port}"
@@ -690,11 +915,12 @@ def up(name: str, fresh: bool, restart: bool, port: int | None, workers: int) ->
         target.write_text(
             f"NETBOX_URL={shlex.quote(url)}\nNETBOX_AUTH_HEADER={shlex.quote(auth)}\n"
             f"NETBOX_DB={shlex.quote(db)}\nNETBOX_INSTANCE={shlex.quote(name)}\n"
+            f"NETBOX_VERSION={RELEASE.version}\nNETBOX_BRANCHING_VERSION={RELEASE.branching}\n"
             f"NETBOX_ADMIN_USER={ADMIN_USER}\nNETBOX_ADMIN_PASSWORD={ADMIN_PASSWORD}\n"
         )
         target.chmod(0o600)
     log(
-        f"NetBox {NETBOX_VERSION} instance '{name}' is up at {url} ({time.monotonic() - t0:.0f}s); "
+        f"NetBox {RELEASE.version} instance '{name}' is up at {url} ({time.monotonic() - t0:.0f}s); "
         f"log in as {ADMIN_USER}/{ADMIN_PASSWORD}; env in {target.relative_to(REPO)}"
     )
 
@@ -728,8 +954,8 @@ def manage(name: str, args: Sequence[str]) -> int:
     ensure_venv()
     write_config()
     redis_base = instance_slot(name)[1]
-    env = netbox_env(f"hvsync_netbox_{name}", redis_base, HVSYNC_NETBOX_DEVELOPER="1")
-    return subprocess.run([str(VENV / "bin" / "netbox"), *args], env=env).returncode
+    env = netbox_env(instance_db(name), redis_base, HVSYNC_NETBOX_DEVELOPER="1")
+    return subprocess.run([str(RELEASE.venv / "bin" / "netbox"), *args], env=env).returncode
 
 
 def run_pytest(args: Sequence[str]) -> int:
@@ -743,7 +969,7 @@ def run_pytest(args: Sequence[str]) -> int:
         env = netbox_env(db, PYTEST_REDIS_BASE)
         ini = PLUGIN_DIR / "tests" / "netbox" / "pytest.ini"
         argv = [
-            str(VENV / "bin" / "pytest"),
+            str(RELEASE.venv / "bin" / "pytest"),
             "-p",
             "no:cacheprovider",
             *(["-c", str(ini)] if ini.exists() else []),
@@ -766,6 +992,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_up.add_argument("--fresh", action="store_true", help="re-clone the database from the template")
     p_up.add_argument("--restart", action="store_true", help="restart even when already up (reload code)")
     p_up.add_argument("--port", type=int)
+    p_up.add_argument(
+        "--upgrade-from",
+        choices=sorted(RELEASES),
+        help="start on a copy of this instance's database of an older release, migrated to this one",
+    )
     p_up.add_argument("--workers", type=int, default=int(os.environ.get("HVSYNC_NETBOX_WORKERS", "4")))
     p_down = sub.add_parser("down")
     p_down.add_argument("--name", default="dev")
@@ -781,7 +1012,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = parser.parse_args(argv)
 
     if ns.command == "up":
-        up(ns.name, ns.fresh, ns.restart, ns.port, ns.workers)
+        up(ns.name, ns.fresh, ns.restart, ns.port, ns.workers, ns.upgrade_from)
     elif ns.command == "down":
         stop_instance(ns.name)
     elif ns.command == "forget":

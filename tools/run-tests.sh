@@ -2,12 +2,33 @@
 # `make test`: every test of the three products, against real parts.
 #  1. unit and component tests in the workspace venv (emulator, backend, plugin core rules);
 #  2. the plugin's tests inside NetBox's own venv, against a real NetBox database cloned from a cached template;
-#  3. whole-system tests (emulator + backend + live NetBox with the plugin and an RQ worker).
+#  3. whole-system tests (emulator + backend + live NetBox with the plugin and an RQ worker);
+#  4. the NetBox release matrix: on every other supported release the plugin migrates, its in-NetBox tests
+#     pass and a full sync of the demo cluster through the plugin converges; then the synced 4.5.8
+#     database is upgraded to the default release and a resync writes nothing; and the plugin's wheel,
+#     installed into a NetBox 4.7.0 set up as an operator does (not by our tooling), syncs too.
+# NETBOX_VERSION=<release> runs 1-3 on that release instead of the default (4.7.3) and skips the matrix;
+# HVSYNC_NETBOX_MATRIX="4.6.8" narrows the matrix ("" turns it off).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PYTEST_ARGS=${PYTEST_ARGS:-}
+TOOL=(.venv/bin/python tools/netbox_instance.py)
 status=0
+started=$SECONDS
+
+if [ -z "${NETBOX_VERSION:-}" ]; then
+  MATRIX=${HVSYNC_NETBOX_MATRIX-4.5.8 4.6.8 4.7.0}
+else
+  MATRIX=""
+fi
+# The matrix releases' venvs and migrated template databases are made in the background from the start
+# (one migration is single-threaded Python: it overlaps the unit tests on the second core).
+if [ -n "$MATRIX" ]; then
+  mkdir -p .netbox
+  (for v in $MATRIX; do NETBOX_VERSION=$v "${TOOL[@]}" template || exit 1; done) >.netbox/matrix-templates.log 2>&1 &
+  templates_pid=$!
+fi
 
 # One pytest process per suite: each suite has its own conftest.py and fixtures.
 for suite in packages/pve-emulator/tests packages/hvsync-backend/tests packages/netbox-hvsync/tests/rules; do
@@ -15,23 +36,64 @@ for suite in packages/pve-emulator/tests packages/hvsync-backend/tests packages/
   .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS "$suite" || status=1
 done
 
-if [ -d packages/netbox-hvsync/tests/netbox ] || [ -d tests/e2e ]; then
-  echo "== NetBox test instance"
-  # stop it however the run ends, so the next run finds its port free
-  trap '.venv/bin/python tools/netbox_instance.py down --name test' EXIT
-  # a short stage-stream read timeout (the plugin's default is 120 s) keeps the timeout fault test quick
-  export HVSYNC_STREAM_READ_TIMEOUT=45
-  .venv/bin/python tools/netbox_instance.py up --name test --fresh
-  export HVSYNC_NETBOX_ENV="$ROOT/.netbox/instances/test/env"
-fi
-if [ -d packages/netbox-hvsync/tests/netbox ] && ls packages/netbox-hvsync/tests/netbox/test_*.py >/dev/null 2>&1; then
-  echo "== plugin tests in NetBox's venv"
-  .venv/bin/python tools/netbox_instance.py pytest $PYTEST_ARGS packages/netbox-hvsync/tests/netbox || status=1
-fi
+echo "== NetBox test instance (NetBox ${NETBOX_VERSION:-default})"
+# stop it however the run ends, so the next run finds its port free
+trap '"${TOOL[@]}" down --name test' EXIT
+# a short stage-stream read timeout (the plugin's default is 120 s) keeps the timeout fault test quick
+export HVSYNC_STREAM_READ_TIMEOUT=45
+"${TOOL[@]}" up --name test --fresh
+export HVSYNC_NETBOX_ENV="$ROOT/.netbox/instances/test/env"
+
+echo "== plugin tests in NetBox's venv"
+"${TOOL[@]}" pytest $PYTEST_ARGS packages/netbox-hvsync/tests/netbox || status=1
 for suite in tests/e2e tests/orchestration; do
-  if ls $suite/test_*.py >/dev/null 2>&1; then
-    echo "== $suite"
-    .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS "$suite" || status=1
-  fi
+  echo "== $suite"
+  .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS "$suite" || status=1
 done
+echo "== default release done after $((SECONDS - started)) s"
+
+# What the matrix proves on each release: the release and the plugin answer, and a full sync through
+# the plugin completes with 13 stages ok and a resync that writes nothing.
+RELEASE_TESTS=(tests/orchestration/test_release.py
+  "tests/orchestration/test_sync_job.py::test_full_sync_job_runs_every_stage_and_converges")
+if [ -n "$MATRIX" ]; then
+  echo "== waiting for the matrix releases' templates ($MATRIX)"
+  if ! wait "$templates_pid"; then
+    cat .netbox/matrix-templates.log
+    echo "matrix: a release's template could not be made"
+    exit 1
+  fi
+  for v in $MATRIX; do
+    echo "== NetBox $v: migrate with the plugin, the plugin's tests in NetBox's venv"
+    NETBOX_VERSION=$v "${TOOL[@]}" pytest $PYTEST_ARGS packages/netbox-hvsync/tests/netbox || status=1
+    echo "== NetBox $v: full sync of the demo cluster through the plugin"
+    if NETBOX_VERSION=$v "${TOOL[@]}" up --name test --fresh; then
+      .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS "${RELEASE_TESTS[@]}" || status=1
+    else
+      status=1
+    fi
+    echo "== NetBox $v done after $((SECONDS - started)) s"
+  done
+  if [[ " $MATRIX " == *" 4.7.0 "* ]]; then
+    echo "== install: the plugin wheel in a NetBox 4.7.0 set up as an operator does (tools/install_check.py)"
+    if .venv/bin/python tools/install_check.py up --env-out .netbox/install-check/env; then
+      HVSYNC_NETBOX_ENV="$ROOT/.netbox/install-check/env" .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS \
+        "${RELEASE_TESTS[@]}" || status=1
+    else
+      status=1
+    fi
+    .venv/bin/python tools/install_check.py stop || true
+  fi
+  case " $MATRIX " in
+    *" 4.5.8 "*)
+      echo "== upgrade: the synced NetBox 4.5.8 database migrated to the default release, then resynced"
+      if "${TOOL[@]}" up --name test --upgrade-from 4.5.8; then
+        .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS "${RELEASE_TESTS[@]}" || status=1
+      else
+        status=1
+      fi
+      ;;
+  esac
+fi
+echo "== make test finished after $((SECONDS - started)) s (status $status)"
 exit $status

@@ -56,6 +56,10 @@ def free_port() -> int:
 class NetBox:
     url: str
     auth_header: str
+    #: the NetBox release the instance runs (tools/netbox_instance.py writes it into the env file)
+    version: str = ""
+    admin_user: str = "admin"
+    admin_password: str = "admin"
 
     def client(self) -> httpx.Client:
         return httpx.Client(
@@ -123,7 +127,13 @@ def netbox() -> Iterator[NetBox]:
         )
         env = read_env(env_file(INSTANCE))
     try:
-        yield NetBox(env["NETBOX_URL"], env["NETBOX_AUTH_HEADER"])
+        yield NetBox(
+            env["NETBOX_URL"],
+            env["NETBOX_AUTH_HEADER"],
+            env.get("NETBOX_VERSION", ""),
+            env.get("NETBOX_ADMIN_USER", "admin"),
+            env.get("NETBOX_ADMIN_PASSWORD", "admin"),
+        )
     finally:
         if not given and not os.environ.get("HVSYNC_ORCH_KEEP"):
             subprocess.run([*tool, "down", "--name", INSTANCE], check=False, timeout=120)

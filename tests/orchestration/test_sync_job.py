@@ -93,13 +93,20 @@ def test_full_sync_job_runs_every_stage_and_converges(
     devices = netbox.count("dcim/devices/", tag="hvsync")
     assert vms > 0 and devices > 0
 
-    # a rerun converges: no new objects, nothing created
+    # a rerun converges: every stage ok, nothing created, updated or deleted, and NetBox's changelog
+    # has no new row (nothing was written at all)
+    changes_before = netbox.count("core/object-changes/")
     again = netbox.run_sync()
     assert again["status"]["value"] == "completed", again["error"]
+    assert all(s["ok"] and s["status"] == 200 for s in again["data"]["sync"]["stages"])
     assert netbox.count("virtualization/virtual-machines/", tag="hvsync") == vms
     assert netbox.count("dcim/devices/", tag="hvsync") == devices
-    created = sum((s.get("summary") or {}).get("created", 0) for s in again["data"]["sync"]["stages"])
-    assert created == 0
+    written = {
+        verb: sum((s.get("summary") or {}).get(verb, 0) for s in again["data"]["sync"]["stages"])
+        for verb in ("created", "updated", "deleted", "failed")
+    }
+    assert written == {"created": 0, "updated": 0, "deleted": 0, "failed": 0}
+    assert netbox.count("core/object-changes/") == changes_before
     # after the first sync every Proxmox template is a NetBox VM synced as a template
     rerun = again["data"]["sync"]["reconciliation"]
     assert rerun["ok"] is True

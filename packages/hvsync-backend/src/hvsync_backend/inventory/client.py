@@ -24,6 +24,7 @@ from hvsync_backend.inventory.errors import (
     NetBoxUnreachable,
     redact,
 )
+from hvsync_backend.inventory.releases import INTERFACE_LISTS, NetBoxRelease, write_primary_macs
 
 BRANCH_HEADER = "X-NetBox-Branch"
 #: Seconds an idle keep-alive connection is kept for reuse (below gunicorn's default keepalive of 2 s).
@@ -142,6 +143,7 @@ class NetBoxClient:
         self._generation = 0
         self._path_generation: dict[str, int] = {}
         self._list_cache: dict[tuple[Any, ...], tuple[int, asyncio.Task[list[dict[str, Any]]]]] = {}
+        self._release: asyncio.Task[NetBoxRelease] | None = None
 
     async def __aenter__(self) -> NetBoxClient:
         return self
@@ -219,6 +221,15 @@ class NetBoxClient:
             NetBoxAuthError if response.status_code in (401, 403) else NetBoxHTTPError
         )
         return cls(detail, status=response.status_code, body=body, path=f"/api/{path}")
+
+    async def release(self) -> NetBoxRelease:
+        """The NetBox release behind this client, asked once (`GET /api/status/`)."""
+        if self._release is None:
+            self._release = asyncio.ensure_future(self._read_release())
+        return await asyncio.shield(self._release)
+
+    async def _read_release(self) -> NetBoxRelease:
+        return NetBoxRelease.from_status(await self.get("status/"))
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -316,7 +327,7 @@ class NetBoxClient:
         self, path: str, items: Sequence[dict[str, Any]]
     ) -> list[dict[str, Any] | NetBoxError]:
         """Create objects with list POSTs; result i is the created object or the error of item i."""
-        results = await self._bulk("POST", path, list(items))
+        results = await self._write_interfaces("POST", path, list(items))
         self.stats.created += sum(1 for r in results if not isinstance(r, NetBoxError))
         return results
 
@@ -324,7 +335,7 @@ class NetBoxClient:
         self, path: str, items: Sequence[dict[str, Any]]
     ) -> list[dict[str, Any] | NetBoxError]:
         """PATCH objects (each item carries `id`) with list requests."""
-        results = await self._bulk("PATCH", path, list(items))
+        results = await self._write_interfaces("PATCH", path, list(items))
         self.stats.updated += sum(1 for r in results if not isinstance(r, NetBoxError))
         return results
 
@@ -334,6 +345,34 @@ class NetBoxClient:
         out: list[NetBoxError | None] = [r if isinstance(r, NetBoxError) else None for r in results]
         self.stats.deleted += sum(1 for r in out if r is None)
         return out
+
+    async def _write_interfaces(self, method: str, path: str, items: list[dict[str, Any]]) -> list[Any]:
+        """A bulk create or update; interfaces' `mac_address` is written as 4.7 writes it on releases
+        whose interfaces ignore it (see `releases`)."""
+        if (
+            path.strip("/") not in INTERFACE_LISTS
+            or not any("mac_address" in item for item in items)
+            or (await self.release()).interface_mac_shortcut
+        ):
+            return await self._bulk(method, path, items)
+        plain = [{k: v for k, v in item.items() if k != "mac_address"} for item in items]
+        send = [i for i, item in enumerate(plain) if method == "POST" or len(item) > 1]
+        results: list[Any] = [dict(item) for item in plain]  # a MAC-only update writes no other field
+        for i, answer in zip(send, await self._bulk(method, path, [plain[i] for i in send]), strict=True):
+            results[i] = answer
+        wanted = {
+            int(results[i]["id"]): item["mac_address"]
+            for i, item in enumerate(items)
+            if "mac_address" in item
+            and not isinstance(results[i], NetBoxError)
+            and (method == "PATCH" or item["mac_address"] is not None)  # a new interface has no MAC
+        }
+        if wanted:
+            errors = await write_primary_macs(self, path.strip("/"), wanted, NetBoxError)
+            for i, result in enumerate(results):
+                if not isinstance(result, NetBoxError) and int(result["id"]) in errors:
+                    results[i] = errors[int(result["id"])]
+        return results
 
     async def _bulk(self, method: str, path: str, items: list[dict[str, Any]]) -> list[Any]:
         if not items:

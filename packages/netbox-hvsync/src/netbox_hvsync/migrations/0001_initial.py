@@ -15,13 +15,17 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     initial = True
 
+    # The newest migrations of NetBox 4.5.8, the oldest release the plugin supports: every model this
+    # migration refers to exists there, and later releases (4.6, 4.7) apply it unchanged. Generated on
+    # 4.7.3, where it depended on 4.7.1-only migrations; the name is kept so databases that applied it
+    # are not stranded.
     dependencies = [
         ("contenttypes", "0002_remove_content_type_name"),
-        ("dcim", "0251_fix_ltree_cascade_triggers"),
-        ("extras", "0144_customfield_status"),
-        ("ipam", "0097_merge_ipaddress_host_index_and_multi_protocol_services"),
-        ("tenancy", "0027_fix_ltree_cascade_triggers"),
-        ("virtualization", "0060_consolidate_unique_constraints"),
+        ("dcim", "0227_alter_interface_speed_bigint"),
+        ("extras", "0134_owner"),
+        ("ipam", "0086_gfk_indexes"),
+        ("tenancy", "0023_add_mptt_tree_indexes"),
+        ("virtualization", "0052_gfk_indexes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -23,6 +23,7 @@ from django.db.models import BooleanField, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from netbox_hvsync import models
 from netbox_hvsync.choices import SYNC_TYPE_ALL, SyncTypeChoices
+from netbox_hvsync.compat import JobUserFilterSet
 
 SYNC_JOB_NAME_PREFIX = "hvsync"
 FAILED_STATUSES = (JobStatusChoices.STATUS_FAILED, JobStatusChoices.STATUS_ERRORED)
@@ -150,8 +151,9 @@ class MultiValueIntegerFilter(django_filters.BaseInFilter, django_filters.Number
     """Repeatable integer parameter (`?x=1&x=2` or `?x=1,2`)."""
 
 
-class SyncJobFilterSet(JobFilterSet):
-    """Every core job filter plus the sync-block filters of SPEC 4.4."""
+class SyncJobFilterSet(JobFilterSet, JobUserFilterSet):
+    """Every core job filter (user filters the same on every release) plus the sync-block filters of
+    SPEC 4.4."""
 
     sync_type = django_filters.MultipleChoiceFilter(
         choices=SyncTypeChoices, method="filter_sync_type", label="Sync type"
