@@ -612,7 +612,9 @@ def restore_dump(dump: Path, db: str) -> None:
     finally:
         load.stdin.close()
     if sql.wait(timeout=900) != 0 or load.wait(timeout=900) != 0:
-        raise RuntimeError(f"restoring {dump} into {db} failed (pg_restore {sql.returncode}, psql {load.returncode})")
+        raise RuntimeError(
+            f"restoring {dump} into {db} failed (pg_restore {sql.returncode}, psql {load.returncode})"
+        )
 
 
 def migrations_stamp() -> str:
