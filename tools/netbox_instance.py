@@ -187,14 +187,17 @@ def redis_command(db: int, *command: str) -> object:
 
 def live_rq_workers(redis_base: int) -> list[str]:
     """RQ workers registered on an instance's task database whose heartbeat key has not expired."""
-    members = redis_command(redis_base, "SMEMBERS", "rq:workers") or []
+    members = redis_command(redis_base, "SMEMBERS", "rq:workers")
+    if not isinstance(members, list):
+        return []
     return [m for m in members if isinstance(m, str) and redis_command(redis_base, "EXISTS", m) == 1]
 
 
 def forget_workers(redis_base: int, pids: set[int]) -> None:
     """Deregister our own stopped workers (a killed worker leaves its heartbeat key for minutes)."""
     try:
-        for member in redis_command(redis_base, "SMEMBERS", "rq:workers") or []:
+        members = redis_command(redis_base, "SMEMBERS", "rq:workers")
+        for member in members if isinstance(members, list) else []:
             pid = redis_command(redis_base, "HGET", str(member), "pid")
             if pid is not None and int(str(pid)) in pids:
                 redis_command(redis_base, "DEL", str(member))
