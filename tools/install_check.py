@@ -177,16 +177,7 @@ def up(env_out: Path) -> None:
         ],
         "rqworker": [nb, "rqworker", "high", "default", "low"],
     }.items():
-        with open(logs / f"{name}.log", "ab") as out:
-            pids[name] = subprocess.Popen(
-                argv,
-                env=env,
-                cwd=str(WORK),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            ).pid
+        pids[name] = tool.spawn(argv, env, WORK, logs / f"{name}.log")
     (WORK / "pids.json").write_text(json.dumps(pids))
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180

@@ -185,6 +185,20 @@ def redis_command(db: int, *command: str) -> object:
         raise SystemExit(f"Redis at {REDIS_ADDRESS[0]}:{REDIS_ADDRESS[1]} is not reachable: {exc}") from None
 
 
+def spawn(argv: Sequence[str], env: dict[str, str], cwd: Path, log_path: Path) -> int:
+    """Start a long-lived process in its own session, appending its output to a log; its pid."""
+    with open(log_path, "ab") as out:
+        return subprocess.Popen(
+            list(argv),
+            env=env,
+            cwd=str(cwd),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        ).pid
+
+
 def live_rq_workers(redis_base: int) -> list[str]:
     """RQ workers registered on an instance's task database whose heartbeat key has not expired."""
     members = redis_command(redis_base, "SMEMBERS", "rq:workers")
@@ -851,19 +865,7 @@ def start_instance(name: str, db: str, port: int, redis_base: int, workers: int)
         ],
         "rqworker": [str(RELEASE.venv / "bin" / "netbox"), "rqworker", "high", "default", "low"],
     }
-    pids = {}
-    for proc_name, argv in procs.items():
-        with open(d / "logs" / f"{proc_name}.log", "ab") as out:
-            p = subprocess.Popen(
-                argv,
-                env=env,
-                cwd=str(d),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        pids[proc_name] = p.pid
+    pids = {name: spawn(argv, env, d, d / "logs" / f"{name}.log") for name, argv in procs.items()}
     (d / "pids.json").write_text(json.dumps(pids))
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180
