@@ -829,6 +829,18 @@ def http_ok(url: str, auth: str | None = None, timeout: float = 5) -> bool:
         return False
 
 
+def answers_with(url: str, auth: str, budget: float = 90) -> bool:
+    """Whether NetBox answers `url` with this token within `budget` seconds: a freshly booted worker's
+    first API request can take longer than one `http_ok` timeout on a busy 2-core machine."""
+    deadline = time.monotonic() + budget
+    while True:
+        if http_ok(url, auth, timeout=15):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(1)
+
+
 def port_is_free(port: int) -> bool:
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn: TIME_WAIT is not "in use"
@@ -916,7 +928,7 @@ def up(
         auth = read_env(target).get("NETBOX_AUTH_HEADER", "")
         if fresh or not auth or not http_ok(f"{url}/api/status/", auth):
             auth = bootstrap_admin(db, redis_base, secret_value(f"api-token-{name}", 40))
-            if not http_ok(f"{url}/api/status/", auth):
+            if not answers_with(f"{url}/api/status/", auth):
                 raise SystemExit(f"NetBox at {url} refuses the API token just created")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(
