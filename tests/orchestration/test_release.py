@@ -65,7 +65,7 @@ def test_backend_client_reads_and_writes_with_either_token_version(netbox: NetBo
         "users/tokens/",
         {"user": admin["id"], "version": version, "description": f"hvsync v{version} test", "token": ours},
     )
-    # 4.5 and 4.6 take the plaintext from the client (their answer does not show it); 4.7 ignores a given
+    # 4.5 and 4.6 take the plaintext from the client (4.5's answer does not show it); 4.7 ignores a given
     # one, makes its own and shows it once, in this answer
     plaintext = made["token"] if parse_version(netbox.version) >= (4, 7) else ours
     header = NetBoxConfig.auth_header_for(version, plaintext, made.get("key"))
