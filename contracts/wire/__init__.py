@@ -7,7 +7,8 @@ symlinks to it, so both products ship the same data and the same code. It uses t
 - `STAGES` / `STAGE_ROUTES` / `FULL_UPDATE_ROUTE`: the 13 staged-pipeline stages and their stream routes;
 - `SELECTED_KINDS`: the selected-object (`/sync/individual/<kind>`) kinds, their routes and query names;
 - `wire.keys`: the `hvsync_key` custom-field format;
-- `wire.redaction`: the credential key list and the redaction both products apply.
+- `wire.redaction`: the credential key list and the redaction both products apply;
+- `wire.numbers`: whole numbers read from text (ASCII digits only, bounded).
 """
 
 from __future__ import annotations

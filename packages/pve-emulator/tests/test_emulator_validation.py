@@ -55,3 +55,17 @@ def test_check_returns_reports_shape_problems() -> None:
     assert check_response(op, {"version": "9.1.2", "release": "9.1", "repoid": "abcdef12"}) == []
     problems = [str(drift) for drift in check_response(op, {"version": 9, "repoid": "abcdef12"})]
     assert any("version" in p for p in problems) and any("release" in p for p in problems)
+
+
+@pytest.mark.parametrize("text", ["²", "\u0663", "\uff11", "9" * 5000])
+def test_integers_are_ascii_digits_and_bounded(text: str) -> None:
+    """`int()` takes "\u0663" and refuses "²" and 5,000 digits; the wire takes ASCII digits, a 400 otherwise."""
+    errors = _errors("POST", "/nodes/{node}/qemu", {"node": "pve1", "vmid": text, "cores": text})
+    assert set(errors) == {"vmid", "cores"}
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "-Infinity"])
+def test_numbers_must_be_finite(text: str) -> None:
+    """JSON cannot carry NaN or infinity, so storing one would break every later read of the guest."""
+    errors = _errors("POST", "/nodes/{node}/qemu", {"node": "pve1", "vmid": "150", "cpulimit": text})
+    assert set(errors) == {"cpulimit"}

@@ -106,6 +106,10 @@ def test_take_paging_only_on_list_gets_that_do_not_declare_it() -> None:
     with pytest.raises(ApiError) as bad:
         wire.take_paging(qemu, {"limit": "-1"})
     assert [e.field for e in bad.value.errors] == ["limit"]
+    for text in ("²", "\u0661", "1.5", "9" * 5000):  # "²".isdigit() is true, int("²") is not; 500 before
+        with pytest.raises(ApiError) as bad:
+            wire.take_paging(qemu, {"start": text})
+        assert bad.value.status == 400 and [e.field for e in bad.value.errors] == ["start"]
     assert wire.take_paging(schema.by_key["GET /version"], {"limit": "1"}) is None
     tasks = schema.by_key["GET /nodes/{node}/tasks"]  # declares its own start/limit
     raw = {"start": "1", "limit": "3"}

@@ -72,7 +72,7 @@ class BackendEndpointForm(SecretsFormMixin, NetBoxModelForm):
     fieldsets = (
         FieldSet("name", "enabled", name="Backend"),
         FieldSet("url", "ip_address", "port", "verify_ssl", name="Connection"),
-        FieldSet("token", "key_state", "key_fingerprint", name="Key"),
+        FieldSet("token", name="Key"),  # key_state and key_fingerprint are the server's (SPEC 5.2)
         FieldSet("tags", name="Tags"),
     )
 
@@ -85,8 +85,6 @@ class BackendEndpointForm(SecretsFormMixin, NetBoxModelForm):
             "ip_address",
             "port",
             "verify_ssl",
-            "key_state",
-            "key_fingerprint",
             "comments",
             "tags",
         )

@@ -6,10 +6,13 @@ import pytest
 from netbox_hvsync.rules.urls import (
     CanonicalTarget,
     TargetError,
+    backend_url_target,
     canonical_host,
     canonicalize_target,
+    parse_port,
     resolve_host,
     resolve_target,
+    url_names_port,
 )
 
 
@@ -97,3 +100,32 @@ def test_resolved_target_needs_host_and_parseable_port() -> None:
     assert resolve_target("netbox.example", None, None) is None
     assert resolve_target("netbox.example", None, "https") is None
     assert resolve_target("", None, 443) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "names_port"),
+    [
+        ("https://h:8800", True),
+        ("https://h", False),
+        ("h:99999", True),
+        ("https://[fd00::1]", False),
+        ("https://[fd00::1]:8800", True),
+        ("https://h/x:1", False),
+        ("https://h?x=:1", False),
+        ("https://h:²", True),
+    ],
+)
+def test_url_names_port_never_raises(url: str, names_port: bool) -> None:
+    assert url_names_port(url) is names_port
+
+
+def test_backend_url_target_lets_the_url_port_win_and_names_the_url_field() -> None:
+    assert backend_url_target("https://h:9000", 8800).port == 9000
+    assert backend_url_target("https://h", 8800).port == 8800
+    for url in ("https://h:99999", "https://h:²", "https://h:0", "https://[fd00::1]:70000"):
+        with pytest.raises(TargetError) as info:
+            backend_url_target(url, 8800)
+        assert info.value.field == "url", url
+    for text in ("²", "\u0663", "\uff18\uff10"):
+        with pytest.raises(TargetError):
+            parse_port(text)

@@ -7,6 +7,7 @@ checks on requests before forwarding and on responses after.
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from pve_emulator.schema import Operation
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 _LIST_SPLIT = re.compile(r"[,;\s]+")
-_INT = re.compile(r"^[+-]?\d+$")
+_INT = re.compile(r"^[+-]?[0-9]{1,30}$")  # ASCII: str.isdigit() and \d also take "²", "\u0663"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,7 @@ _NAME = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?$")
 _CONFIGID = re.compile(r"^[a-z][a-z0-9_\-]+$", re.I)
 _STORAGEID = re.compile(r"^[a-z][a-z0-9\-_.]*[a-z0-9]$", re.I)
 _USERID = re.compile(r"^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+$")
+_DECIMAL = re.compile(r"[0-9]{1,30}")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 _DNS = re.compile(
     r"^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?)(\.[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?)*$"
@@ -63,8 +65,20 @@ _IFACE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_.\-]{0,20}$")
 _TAG = re.compile(r"^[a-z0-9_][a-z0-9_\-+.]*$", re.I)
 
 
+def decimal(value: object) -> int | None:
+    """A non-negative int, or the one a string of ASCII digits spells; None otherwise (never raises)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
+        return int(value.strip())
+    return None
+
+
 def _vmid(value: str) -> bool:
-    return value.isdigit() and 100 <= int(value) <= 999_999_999
+    vmid = decimal(value)
+    return vmid is not None and 100 <= vmid <= 999_999_999
 
 
 # Named string formats we check; unknown formats are accepted (the schema has over a hundred).
@@ -206,6 +220,8 @@ def coerce_value(spec: dict[str, Any], value: Any) -> Any:
             out = float(value) if not isinstance(value, int) else value
         except (TypeError, ValueError):
             raise ValueError(f"type check ('number') failed - got '{value}'") from None
+        if not math.isfinite(out):  # "nan" and "inf" parse, but JSON cannot carry them
+            raise ValueError(f"type check ('number') failed - got '{value}'")
     elif kind == "string":
         if isinstance(value, (bool, dict, list)):
             raise ValueError(f"type check ('string') failed - got {type(value).__name__}")

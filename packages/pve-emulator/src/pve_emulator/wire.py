@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl
 
 from pve_emulator.errors import ApiError
 from pve_emulator.schema import Operation
-from pve_emulator.validation import FieldError
+from pve_emulator.validation import FieldError, decimal
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -119,11 +119,8 @@ def take_paging(op: Operation, raw: dict[str, Any]) -> tuple[int, int | None] | 
         if name in op.params or name not in raw:
             continue
         value = raw.pop(name)
-        if isinstance(value, str) and value.isdigit():
-            page[index] = int(value)
-        elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            page[index] = value
-        else:
+        page[index] = decimal(value)
+        if page[index] is None:
             raise ApiError(
                 400, "Parameter verification failed.", [FieldError(name, "must be a non-negative integer")]
             )

@@ -23,6 +23,7 @@ from hvsync_backend.endpoints.service import HvTarget, UnknownHvEndpoints, aget_
 from hvsync_backend.hv.client import ProxmoxClient
 from hvsync_backend.hv.errors import ProxmoxAuthError, ProxmoxError, ProxmoxUnreachable
 from hvsync_backend.hv.reads import Reader, read_datacenter_options, read_firewall, read_templates
+from hvsync_backend.wire.numbers import decimal
 
 router = APIRouter(prefix="/hv", tags=["hv"], dependencies=[Depends(require_api_key)], responses=_AUTH_ERRORS)
 
@@ -55,7 +56,8 @@ def parse_endpoint_ids(raw: str | None) -> list[int] | None:
     ids: list[int] = []
     for part in raw.split(","):
         part = part.strip()
-        if not part.isdigit() or not 1 <= int(part) <= 2**31 - 1:
+        number = decimal(part, low=1, high=2**31 - 1)
+        if number is None:
             raise HTTPException(
                 422,
                 [
@@ -66,7 +68,7 @@ def parse_endpoint_ids(raw: str | None) -> list[int] | None:
                     }
                 ],
             )
-        ids.append(int(part))
+        ids.append(number)
     return ids
 
 

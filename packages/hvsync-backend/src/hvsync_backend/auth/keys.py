@@ -21,6 +21,7 @@ from hvsync_backend.auth.cache import VerificationCache
 from hvsync_backend.auth.hashing import check_key, generate_key, hash_key
 from hvsync_backend.db.models import ApiKey
 from hvsync_backend.db.session import session_scope
+from hvsync_backend.wire.numbers import decimal
 
 GENERATED_PREFIX = "hvsk_"
 
@@ -29,8 +30,7 @@ def key_id_hint(presented: str) -> int | None:
     """The id embedded in a generated key (``hvsk_<id>_<random>``); a hint only, never trusted alone."""
     if presented.startswith(GENERATED_PREFIX):
         head = presented[len(GENERATED_PREFIX) :].split("_", 1)[0]
-        if head.isdigit() and len(head) < 10:
-            return int(head)
+        return decimal(head, high=999_999_999)
     return None
 
 

@@ -57,6 +57,15 @@ def check_secret(value: str | None) -> str | None:
     return value
 
 
+def check_header_secret(value: str | None) -> str | None:
+    """A secret sent in an HTTP header (NetBox tokens, Proxmox API token values): visible ASCII only,
+    since a header cannot carry anything else and every later request would fail on it."""
+    value = check_secret(value)
+    if value is not None and not all(0x21 <= ord(c) <= 0x7E for c in value):
+        raise ValueError("must be visible ASCII characters only (no spaces or non-ASCII letters)")
+    return value
+
+
 class _Body(BaseModel):
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
 
@@ -87,7 +96,7 @@ class InventoryEndpointCreate(InventoryEndpointFields):
     token: Secret = None
     token_key: Secret = None
 
-    _secrets = field_validator("token", "token_key")(classmethod(lambda cls, v: check_secret(v)))
+    _secrets = field_validator("token", "token_key")(classmethod(lambda cls, v: check_header_secret(v)))
 
     @model_validator(mode="after")
     def _needs_host(self) -> InventoryEndpointCreate:
@@ -112,7 +121,7 @@ class InventoryEndpointUpdate(_Body):
 
     _ip = field_validator("ip_address")(classmethod(lambda cls, v: None if v is None else check_ip(v)))
     _domain = field_validator("domain")(classmethod(lambda cls, v: None if v is None else check_domain(v)))
-    _secrets = field_validator("token", "token_key")(classmethod(lambda cls, v: check_secret(v)))
+    _secrets = field_validator("token", "token_key")(classmethod(lambda cls, v: check_header_secret(v)))
 
 
 class InventoryEndpointOut(BaseModel):
@@ -187,7 +196,8 @@ class HvEndpointCreate(_Body):
 
     _ip = field_validator("ip_address")(classmethod(lambda cls, v: check_ip(v)))
     _domain = field_validator("domain")(classmethod(lambda cls, v: check_domain(v)))
-    _secrets = field_validator("password", "token_value")(classmethod(lambda cls, v: check_secret(v)))
+    _secrets = field_validator("password")(classmethod(lambda cls, v: check_secret(v)))
+    _header_secrets = field_validator("token_value")(classmethod(lambda cls, v: check_header_secret(v)))
     _methods = field_validator("access_methods")(classmethod(lambda cls, v: _check_methods(v)))
     _user = field_validator("username")(classmethod(lambda cls, v: _check_username(v)))
     _token = field_validator("token_name")(classmethod(lambda cls, v: _check_token_name(v)))
@@ -224,7 +234,8 @@ class HvEndpointUpdate(_Body):
 
     _ip = field_validator("ip_address")(classmethod(lambda cls, v: None if v is None else check_ip(v)))
     _domain = field_validator("domain")(classmethod(lambda cls, v: None if v is None else check_domain(v)))
-    _secrets = field_validator("password", "token_value")(classmethod(lambda cls, v: check_secret(v)))
+    _secrets = field_validator("password")(classmethod(lambda cls, v: check_secret(v)))
+    _header_secrets = field_validator("token_value")(classmethod(lambda cls, v: check_header_secret(v)))
     _methods = field_validator("access_methods")(classmethod(lambda cls, v: _check_methods(v)))
     _user = field_validator("username")(classmethod(lambda cls, v: _check_username(v)))
     _token = field_validator("token_name")(classmethod(lambda cls, v: _check_token_name(v)))

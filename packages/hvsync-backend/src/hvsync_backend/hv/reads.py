@@ -17,6 +17,7 @@ from urllib.parse import quote
 from hvsync_backend.hv.client import ProxmoxClient
 from hvsync_backend.hv.errors import ProxmoxHTTPError
 from hvsync_backend.inventory.errors import redact
+from hvsync_backend.wire.numbers import decimal
 
 SUB_READ_CONCURRENCY = 8
 FIREWALL = "/cluster/firewall"
@@ -109,13 +110,13 @@ async def read_templates(client: ProxmoxClient) -> list[dict[str, Any]]:
             if str(r.get("template", 0)) in ("1", "True", "true")
             and r.get("type") in GUEST_TYPES
             and r.get("node")
-            and str(r.get("vmid", "")).isdigit()
+            and decimal(str(r.get("vmid", ""))) is not None
         ),
-        key=lambda r: int(r["vmid"]),
+        key=lambda r: int(str(r["vmid"]).strip()),
     )
 
     def config_of(row: dict[str, Any]) -> Callable[[], Awaitable[dict[str, Any]]]:
-        path = f"/nodes/{_seg(row['node'])}/{row['type']}/{int(row['vmid'])}/config"
+        path = f"/nodes/{_seg(row['node'])}/{row['type']}/{int(str(row['vmid']).strip())}/config"
 
         async def read() -> dict[str, Any]:
             return _mapping(client, path, await client.get(path))
@@ -126,7 +127,7 @@ async def read_templates(client: ProxmoxClient) -> list[dict[str, Any]]:
     data = [
         {
             "node": row["node"],
-            "vmid": int(row["vmid"]),
+            "vmid": int(str(row["vmid"]).strip()),
             "type": row["type"],
             "name": config.get("name") or config.get("hostname") or row.get("name"),
             "config": config,

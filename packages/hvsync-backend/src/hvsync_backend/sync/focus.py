@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from hvsync_backend.wire.numbers import decimal
+
 _VZDUMP_VMID = re.compile(r"vzdump-(?:qemu|lxc|openvz)-(\d+)-|backup/(?:vm|ct)/(\d+)/")
 
 
@@ -36,7 +38,7 @@ class Upid:
 
     @property
     def vmid(self) -> int | None:
-        return int(self.target) if self.target.isdigit() else None
+        return decimal(self.target)
 
 
 def parse_upid(text: str) -> Upid | None:

@@ -21,16 +21,13 @@ from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.reconcile import Current, Desired, Plan, diff_fields, make_plan
 from hvsync_backend.sync.run import KEY_FIELD, MANAGED_TAG, MAX_ERRORS, Counts, SyncContext
 from hvsync_backend.wire.keys import SEPARATOR, format_key
+from hvsync_backend.wire.numbers import decimal
 
 
 def vmid_of(key: str) -> int | None:
     """The VMID a VM-scoped key (`<endpoint>|vm|<vmid>...`) starts with."""
     parts = key.split(SEPARATOR, 3)
-    return (
-        int(parts[2])
-        if len(parts) >= 3 and parts[1] == "vm" and parts[2].isascii() and parts[2].isdigit()
-        else None
-    )
+    return decimal(parts[2]) if len(parts) >= 3 and parts[1] == "vm" else None
 
 
 def with_key_mirror(desired: Desired) -> Desired:

@@ -21,6 +21,7 @@ from hvsync_backend.sync.stages.devices import ClusterKind, DeviceKind
 from hvsync_backend.sync.stages.network_interfaces import NodeInterfaceKind, NodeInterfaceLinkKind
 from hvsync_backend.sync.stages.plugin_records import PluginClusterKind, PluginNodeKind, PluginStorageKind
 from hvsync_backend.sync.stages.vm_snapshots import SnapshotKind
+from hvsync_backend.wire.numbers import decimal
 
 #: the selected-object kinds of `/sync/individual/<kind>` (wire data shared with the plugin)
 KINDS = tuple(wire.SELECTED_KINDS)
@@ -57,9 +58,10 @@ def _vmid(query: Mapping[str, str], required: bool = True) -> int | None:
         if required:
             raise SelectionError("vmid", "vmid (integer) is required")
         return None
-    if not text.isdigit() or not 100 <= int(text) <= 999_999_999:
+    vmid = decimal(text, low=100, high=999_999_999)
+    if vmid is None:
         raise SelectionError("vmid", f"expected a Proxmox VMID (integer 100-999999999), got {text!r}")
-    return int(text)
+    return vmid
 
 
 def _name(query: Mapping[str, str], field: str, what: str, required: bool = True) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hvsync_backend.sync.focus import Focus
+from hvsync_backend.wire.numbers import decimal
 
 _TRUE = {"1", "true", "yes", "on", "enabled", "enable", "always"}
 _FALSE = {"0", "false", "no", "off", "disabled", "disable", "never"}
@@ -39,9 +40,10 @@ def parse_ids(field: str, value: str | None) -> tuple[int, ...] | None:
         part = part.strip()
         if not part:
             continue
-        if not part.isdigit():
-            raise OptionError(field, f"expected comma-separated integer ids, got {part!r}")
-        ids.append(int(part))
+        number = decimal(part, low=1, high=2**31 - 1)
+        if number is None:
+            raise OptionError(field, f"expected comma-separated integer ids (1-2147483647), got {part!r}")
+        ids.append(number)
     return tuple(ids) or None
 
 

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from hvsync_backend.wire.numbers import decimal
+
 _QEMU_NIC_MODELS = {
     "virtio",
     "e1000",
@@ -21,7 +23,7 @@ _QEMU_NIC_MODELS = {
 }
 _QEMU_DISK = re.compile(r"^(scsi|virtio|sata|ide|efidisk|tpmstate)\d+$")
 _LXC_DISK = re.compile(r"^(rootfs|mp\d+)$")
-_NET = re.compile(r"^net(\d+)$")
+_NET = re.compile(r"^net([0-9]+)$")
 _UNITS = {"": 1 / (1024 * 1024), "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 
 
@@ -68,9 +70,9 @@ def nics(kind: str, config: dict[str, Any]) -> list[Nic]:
             mac = props.get("hwaddr")
             name = props.get("name") or key
             ips = tuple(v for v in (props.get("ip"), props.get("ip6")) if v and "/" in v)
-        trunks = tuple(int(t) for t in re.split(r"[;]", props.get("trunks", "")) if t.strip().isdigit())
-        tag = int(props["tag"]) if props.get("tag", "").isdigit() else None
-        mtu = int(props["mtu"]) if props.get("mtu", "").isdigit() else None
+        trunks = tuple(t for t in (decimal(v) for v in props.get("trunks", "").split(";")) if t is not None)
+        tag = decimal(props.get("tag"))
+        mtu = decimal(props.get("mtu"))
         out.append(
             Nic(
                 slot=key,

@@ -38,6 +38,8 @@ async def load_targets(
     auth = inventory.headers.get("Authorization")
     if not auth:
         return RunTargets(None, sources, "the inventory endpoint has no usable token")
+    if not auth.isascii() or not auth.isprintable():  # stored before the API refused such tokens
+        return RunTargets(None, sources, "the inventory endpoint's token is not ASCII; store it again")
     config = NetBoxConfig(
         url=inventory.url, auth_header=auth, verify_ssl=inventory.verify_ssl, branch_schema_id=branch
     )

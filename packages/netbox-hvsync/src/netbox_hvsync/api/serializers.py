@@ -19,6 +19,7 @@ from virtualization.api.serializers import (
 )
 
 from netbox_hvsync import models
+from netbox_hvsync.backend.adoption import KeyAdoptionRefused
 from netbox_hvsync.choices import (
     AccessMethodChoices,
     ApplyJobStatusChoices,
@@ -32,6 +33,7 @@ from netbox_hvsync.choices import (
     TokenVersionChoices,
     VmTypeChoices,
 )
+from netbox_hvsync.rules.urls import TargetError, backend_url_target
 
 NETBOX_FEATURE_FIELDS = ("tags", "custom_fields", "created", "last_updated")
 
@@ -71,7 +73,8 @@ class SecretFieldsMixin:
 class BackendEndpointSerializer(SecretFieldsMixin, NetBoxModelSerializer):
     secret_fields = ("token",)
     ip_address = IPAddressSerializer(nested=True, required=False, allow_null=True)
-    key_state = ChoiceField(choices=KeyStateChoices, required=False)
+    # Adoption owns the key state (SPEC 5.2): only a verified key makes a row adopted, never a client.
+    key_state = ChoiceField(choices=KeyStateChoices, read_only=True)
     # The model's `url` column (the backend's base URL) would clash with NetBox's `url` (the API link).
     backend_url = serializers.CharField(
         source="url", required=False, allow_blank=True, max_length=500, help_text="Backend base URL"
@@ -101,7 +104,33 @@ class BackendEndpointSerializer(SecretFieldsMixin, NetBoxModelSerializer):
             "comments",
             *NETBOX_FEATURE_FIELDS,
         )
+        read_only_fields = ("key_fingerprint",)
         brief_fields = ("id", "url", "display", "name")
+
+    def validate(self, data: Any) -> Any:
+        """URL rejections name `backend_url`, the field the client sent (SPEC 5.2.5, 7.2)."""
+        url = data.get("url")
+        if url:
+            port = data.get("port", self.instance.port if self.instance else None)
+            try:
+                backend_url_target(url, port)
+            except TargetError as exc:
+                raise serializers.ValidationError(
+                    {"backend_url" if exc.field == "url" else exc.field: [exc.message]}
+                ) from None
+        try:
+            return super().validate(data)
+        except serializers.ValidationError as exc:  # the model's clean() names its column, `url`
+            if isinstance(exc.detail, dict) and "url" in exc.detail:
+                exc.detail["backend_url"] = exc.detail.pop("url")
+            raise
+
+    def save(self, **kwargs: Any) -> Any:
+        """Key adoption refusals (raised by the save itself, SPEC 5.2.1) as field-keyed validation errors."""
+        try:
+            return super().save(**kwargs)
+        except KeyAdoptionRefused as exc:
+            raise serializers.ValidationError({exc.field: [exc.message]}) from None
 
 
 class InventoryEndpointSerializer(SecretFieldsMixin, NetBoxModelSerializer):

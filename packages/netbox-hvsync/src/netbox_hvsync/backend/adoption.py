@@ -57,7 +57,12 @@ SNAPSHOT_COLUMNS = (
 
 class KeyAdoptionRefused(AbortRequest):
     """The save was refused because the backend did not accept the key; NetBox answers it with a 400
-    (REST) or a form message (UI), and the previously stored row is untouched."""
+    (REST: keyed by `field`, see the serializer) or a form message (UI), and the stored row is untouched."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
 
 
 def key_fingerprint(key: str) -> str:
@@ -88,7 +93,7 @@ def _target(instance: BackendEndpoint) -> CanonicalTarget:
     try:
         return backend_target(instance)
     except TargetError as exc:
-        raise KeyAdoptionRefused(f"{exc}") from None
+        raise KeyAdoptionRefused(exc.field, exc.message) from None
 
 
 def _state(values: dict[str, Any] | None, instance: BackendEndpoint, target: CanonicalTarget | None) -> Any:
@@ -128,7 +133,7 @@ def before_save(instance: BackendEndpoint) -> None:
         candidate = instance.token if (ciphertext_changed and instance.token_ciphertext) else None
     except CredentialDecryptionError:
         raise KeyAdoptionRefused(
-            "token: the stored key cannot be decrypted with the configured key"
+            "token", "the stored key cannot be decrypted with the configured key"
         ) from None
     target = _target(instance)
     new_state = BackendEndpointState(
@@ -146,7 +151,7 @@ def before_save(instance: BackendEndpoint) -> None:
             stored_key=None if candidate or not instance.token_ciphertext else "stored",
         )
     except CandidateError as exc:
-        raise KeyAdoptionRefused(str(exc)) from None
+        raise KeyAdoptionRefused(exc.field, exc.message) from None
     instance._hvsync_key_plan = plan  # type: ignore[attr-defined]
 
     if plan.action is KeyPlanAction.VERIFY_CANDIDATE:
@@ -156,15 +161,16 @@ def before_save(instance: BackendEndpoint) -> None:
         if not outcome.ok:
             logger.warning("backend key candidate refused at %s: %s", outcome.step, outcome.error)
             raise KeyAdoptionRefused(
-                f"token: the backend did not accept the key ({sweep_text(outcome.error, (candidate,))})"
+                "token", f"the backend did not accept the key ({sweep_text(outcome.error, (candidate,))})"
             )
         if snapshot is not None and transaction.get_connection().in_atomic_block:
             locked = _row_values(instance.pk, lock=True)
             conflicts = snapshot_conflicts(snapshot, _snapshot(locked) if locked else {})
             if conflicts:
                 raise KeyAdoptionRefused(
+                    "non_field_errors",
                     "the backend endpoint was changed by another save while its key was verified "
-                    f"({', '.join(conflicts)}); reload and retry"
+                    f"({', '.join(conflicts)}); reload and retry",
                 )
         instance.key_state = KeyStateChoices.ADOPTED
         instance.key_fingerprint = key_fingerprint(candidate)

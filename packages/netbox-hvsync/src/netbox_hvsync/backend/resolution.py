@@ -12,13 +12,12 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlsplit
 
 from netbox_hvsync.backend.http import STREAM_READ_TIMEOUT, RequestsTransport
 from netbox_hvsync.crypto import CredentialDecryptionError
 from netbox_hvsync.models import BackendEndpoint
 from netbox_hvsync.rules.transport import BackendContext
-from netbox_hvsync.rules.urls import CanonicalTarget, TargetError, canonicalize_target
+from netbox_hvsync.rules.urls import CanonicalTarget, TargetError, backend_url_target, canonicalize_target
 
 logger = logging.getLogger("netbox_hvsync.backend")
 
@@ -34,8 +33,7 @@ def ip_text(obj: Any) -> str | None:
 def backend_target(backend: BackendEndpoint) -> CanonicalTarget:
     """The canonical target of a backend endpoint row (SPEC 5.2.5); raises TargetError naming the field."""
     if backend.url:
-        url_has_port = urlsplit(backend.url if "://" in backend.url else f"//{backend.url}").port is not None
-        return canonicalize_target(backend.url, None if url_has_port else backend.port, field="url")
+        return backend_url_target(backend.url, backend.port)
     ip = ip_text(backend)
     if not ip:
         raise TargetError("url", "give the backend URL or an IP address")

@@ -14,6 +14,7 @@ from utilities.exceptions import AbortRequest
 from utilities.querysets import RestrictedQuerySet
 
 from netbox_hvsync.choices import AccessMethodChoices, KeyStateChoices, TokenVersionChoices
+from netbox_hvsync.rules.urls import TargetError, backend_url_target
 
 from .base import EncryptedCredentialsMixin, encrypted_property, presence_property
 
@@ -77,6 +78,11 @@ class BackendEndpoint(EncryptedCredentialsMixin, NetBoxModel):
         super().clean()
         if not self.url and not self.ip_address_id:
             raise ValidationError({"url": "Give the backend URL or an IP address."})
+        if self.url:
+            try:
+                backend_url_target(self.url, self.port)
+            except TargetError as exc:  # SPEC 5.2.5: refused before any request, naming the field
+                raise ValidationError({exc.field: exc.message}) from None
 
     def get_key_state_color(self) -> str:
         return KeyStateChoices.colors.get(self.key_state)

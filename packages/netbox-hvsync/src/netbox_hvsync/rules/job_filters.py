@@ -17,6 +17,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..wire.numbers import decimal
+
 ALL = "all"
 FAILED_STATUSES = frozenset({"failed", "errored"})
 
@@ -61,12 +63,9 @@ def _int_list(value: object) -> list[int] | None:
         value = [value]
     out: list[int] = []
     for item in value:
-        if isinstance(item, bool):
-            continue
-        if isinstance(item, int):
-            out.append(item)
-        elif isinstance(item, str) and item.strip().isdigit():
-            out.append(int(item))
+        number = decimal(item)
+        if number is not None:
+            out.append(number)
     return out
 
 

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from ..wire.numbers import decimal
+
 SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -53,15 +55,8 @@ class CanonicalTarget:
 
 def parse_port(value: object, field: str = "port") -> int:
     """A TCP port from an int or a string of digits; bools and out-of-range values are refused."""
-    if isinstance(value, bool):
-        raise TargetError(field, "must be an integer between 1 and 65535")
-    if isinstance(value, int):
-        port = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        port = int(value.strip())
-    else:
-        raise TargetError(field, "must be an integer between 1 and 65535")
-    if not 1 <= port <= 65535:
+    port = decimal(value, low=1, high=65535)
+    if port is None:
         raise TargetError(field, "must be an integer between 1 and 65535")
     return port
 
@@ -98,7 +93,9 @@ def canonical_dns_name(value: str) -> str | None:
     labels = name.split(".")
     if not all(_LABEL.match(label) for label in labels):
         return None
-    if labels[-1].isdigit():  # "10.0.0.300", "010.1.1.1": numeric, but not a valid IP
+    if labels[
+        -1
+    ].isdigit():  # (labels are [a-z0-9-] already) "10.0.0.300", "010.1.1.1": numeric, but not a valid IP
         return None
     return name
 
@@ -179,6 +176,21 @@ def canonicalize_target(
     if host is None:
         raise TargetError(field, f"{hostname!r} is neither a valid DNS name nor an IP address")
     return _with_port(scheme, host, url_port, port, field)
+
+
+def backend_url_target(url: str, port: object | None) -> CanonicalTarget:
+    """The target of a backend URL: a port written in the URL wins over the record's separate `port`.
+    Raises TargetError naming `url` (or `port`) for anything `canonicalize_target` refuses."""
+    return canonicalize_target(url, None if url_names_port(url) else port, field="url")
+
+
+def url_names_port(url: str) -> bool:
+    """Whether the URL's authority carries a `:port` (well-formed or not); never raises."""
+    rest = url.strip().partition("://")[2] if "://" in url else url.strip()
+    authority = _split_authority(rest)[0]
+    if authority.startswith("["):
+        return ":" in authority.partition("]")[2]
+    return ":" in authority
 
 
 def _split_authority(rest: str) -> tuple[str, str, str]:

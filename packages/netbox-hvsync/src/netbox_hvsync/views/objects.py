@@ -19,6 +19,7 @@ from utilities.views import ConditionalLoginRequiredMixin, register_model_view
 
 from netbox_hvsync import filtersets, forms, models, tables
 from netbox_hvsync.backend.push import push_hv_by_pk
+from netbox_hvsync.wire.numbers import decimal
 
 DETAIL_TEMPLATE = "netbox_hvsync/object_detail.html"
 
@@ -448,8 +449,9 @@ def _selected_hv_endpoint(request: HttpRequest) -> models.HvEndpoint | None:
     """The dashboard's Proxmox endpoint: `?hv_endpoint=<pk>`, else the first enabled one the user may view."""
     visible = models.HvEndpoint.objects.restrict(request.user, "view").filter(enabled=True).order_by("name")
     wanted = request.GET.get("hv_endpoint", "")
-    if wanted.isdigit():
-        return visible.filter(pk=int(wanted)).first()
+    pk = decimal(wanted, low=1, high=2**63 - 1)
+    if pk is not None:
+        return visible.filter(pk=pk).first()
     return visible.first()
 
 

@@ -12,6 +12,7 @@ from pve_emulator.mock.guests import disk_entries, guest_usage
 from pve_emulator.mock.registry import Call, route
 from pve_emulator.mock.state import ClusterState, Task, digest
 from pve_emulator.mock.storage import storage_status
+from pve_emulator.validation import decimal
 
 PVE_VERSION = {"version": "9.1.2", "release": "9.1", "repoid": "c3d8f7b1a2e4d5f6"}
 
@@ -442,7 +443,7 @@ def delete_backup_job(call: Call) -> None:
 @route("GET", "/cluster/backup/{id}/included_volumes")
 def backup_job_volumes(call: Call) -> dict[str, Any]:
     job = _backup_job(call)
-    vmids = {int(v) for v in str(job.get("vmid", "")).split(",") if v.isdigit()}
+    vmids = {n for n in (decimal(v) for v in str(job.get("vmid", "")).split(",")) if n is not None}
     children = []
     for guest in sorted(call.state.guests.values(), key=lambda g: g.vmid):
         if job.get("all") or guest.vmid in vmids or (job.get("pool") and guest.pool == job.get("pool")):
@@ -466,7 +467,7 @@ def not_backed_up(call: Call) -> list[dict[str, Any]]:
     for job in call.state.backup_jobs.values():
         if job.get("all"):
             return []
-        covered |= {int(v) for v in str(job.get("vmid", "")).split(",") if v.isdigit()}
+        covered |= {n for n in (decimal(v) for v in str(job.get("vmid", "")).split(",")) if n is not None}
         covered |= {
             g.vmid for g in call.state.guests.values() if job.get("pool") and g.pool == job.get("pool")
         }

@@ -16,6 +16,7 @@ from pve_emulator.errors import bad_param, not_found
 from pve_emulator.mock.registry import Call
 from pve_emulator.mock.state import ClusterState, GuestKind
 from pve_emulator.schema import ApiSchema, Operation
+from pve_emulator.validation import decimal
 
 _DELETE_SPLIT = re.compile(r"[,;\s]+")
 _CONTROL = {"delete", "digest", "lock-token"}
@@ -240,12 +241,13 @@ def _add_item(store: dict[str, Any], key: str, own: dict[str, Any]) -> None:
 
 
 def _next_id(store: dict[str, Any]) -> int:
-    numeric = [int(k) for k in store if k.isdigit()]
+    numeric = [n for n in (decimal(k) for k in store) if n is not None]
     return max(numeric) + 1 if numeric else 0
 
 
 def _typed_id(ident: str) -> Any:
-    return int(ident) if ident.isdigit() else ident
+    number = decimal(ident)
+    return ident if number is None else number
 
 
 def _apply(target: dict[str, Any], own: dict[str, Any], delete: Any) -> None:

@@ -28,6 +28,7 @@ from hvsync_backend.sync.stages.plugin_records import (
 )
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
 from hvsync_backend.sync.stages.vm_snapshots import iso
+from hvsync_backend.wire.numbers import decimal
 
 TASK_LIMIT = 500
 
@@ -95,7 +96,7 @@ class BackupKind(NaturalKind):
                     continue
                 if focus is not None and not focus.allows(focus.volids, volid):
                     continue
-                vmid = int(row["vmid"]) if str(row.get("vmid") or "").isdigit() else None
+                vmid = decimal(str(row.get("vmid") or ""))
                 if ctx.options.only_vmids is not None and vmid not in ctx.options.only_vmids:
                     continue
                 key = f"{storage_key}|backup|{volid}"
@@ -172,7 +173,7 @@ class TaskKind(NaturalKind):
                 if not upid or row.get("starttime") is None:
                     continue
                 target = str(row.get("id") or "")
-                vmid = int(target) if target.isdigit() else None
+                vmid = decimal(target)
                 if upids is not None:
                     if upid not in upids:
                         continue  # selected tasks: by UPID (a node task has no VMID)

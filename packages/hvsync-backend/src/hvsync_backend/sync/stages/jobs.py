@@ -23,6 +23,7 @@ from hvsync_backend.sync.stages.plugin_records import (
     _nested_id,
 )
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
+from hvsync_backend.wire.numbers import decimal
 
 PBS_MODES = {"default", "legacy", "data"}
 
@@ -37,7 +38,7 @@ def _props(text: Any) -> dict[str, str]:
 
 
 def _int(value: Any) -> int | None:
-    return int(value) if str(value or "").strip().isdigit() else None
+    return decimal(value if isinstance(value, int) else str(value or ""), low=0)
 
 
 class JobKind(NaturalKind):
@@ -149,7 +150,9 @@ class BackupRoutineKind(JobKind):
             "schedule": str(job.get("schedule") or job.get("starttime") or ""),
             "node": refs["nodes"].get(f"{source.identity}|hvnode|{job['node']}") if job.get("node") else None,
             "storage": storage_of(job.get("storage")),
-            "selection": sorted(int(v) for v in str(job.get("vmid") or "").split(",") if v.strip().isdigit()),
+            "selection": sorted(
+                v for v in (decimal(t) for t in str(job.get("vmid") or "").split(",")) if v is not None
+            ),
             "comment": str(job.get("comment") or "")[:500],
             "keep_last": _int(prune.get("keep-last")),
             "keep_daily": _int(prune.get("keep-daily")),

@@ -16,6 +16,7 @@ from hvsync_backend.sync.reconcile import Desired
 from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.devices import DeviceKind, node_key
 from hvsync_backend.wire.keys import format_key
+from hvsync_backend.wire.numbers import decimal
 
 TYPES = {
     "bridge": "bridge",
@@ -84,7 +85,7 @@ class NodeInterfaceKind(Kind):
                         "name": iface,
                         "type": TYPES.get(str(row.get("type")), "other"),
                         "enabled": bool(int(row.get("active") or 0)) if "active" in row else True,
-                        "mtu": int(row["mtu"]) if str(row.get("mtu") or "").isdigit() else None,
+                        "mtu": decimal(str(row.get("mtu") or "")),
                         "description": f"{row.get('type', '')} {cidr or ''}".strip()[:200],
                     }
                     state = {"node_name": node, "key": iface}

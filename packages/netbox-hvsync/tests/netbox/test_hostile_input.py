@@ -1,0 +1,95 @@
+"""Fail closed at the edge (issue 12): server-owned key state, field-keyed URL refusals, numbers in ASCII.
+
+Disabled rows are used where a save must not dial out (SPEC 5.2.8: a disabled row makes no request), so
+each refusal here is the plugin's own validation, not a backend's answer.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import API
+
+pytestmark = pytest.mark.django_db
+
+BACKENDS = API + "backend-endpoints/"
+
+#: Each answered 500 (an unchecked `urlsplit().port`) or a bare {"detail"} before.
+HOSTILE_URLS = [
+    "https://host:99999",
+    "https://host:0",
+    "https://host:-1",
+    "https://host:\uff18\uff18\uff10\uff10",
+    "https://host:²",
+    "https://[fd00::1]:70000",
+    "https://user:pw@host",
+    "https://host@evil.example",
+    "https://host/path",
+    "https://host?x=1",
+    "https://host#frag",
+    "https://ho st",
+    "https://host\\evil",
+    "https://host%2f",
+    "javascript:alert(1)",
+    "ftp://host",
+    "https://" + "a" * 64 + ".example",
+]
+
+
+def _backend(api, **fields):
+    return api.post(BACKENDS, {"name": "b", "enabled": False, **fields}, format="json")
+
+
+@pytest.mark.parametrize("url", HOSTILE_URLS)
+def test_hostile_backend_url_is_a_field_error_and_nothing_is_written(api, url):
+    from netbox_hvsync.models import BackendEndpoint
+
+    refused = _backend(api, backend_url=url)
+    assert refused.status_code == 400, (url, refused.status_code, refused.content[:300])
+    assert list(refused.json()) == ["backend_url"], refused.content
+    assert not BackendEndpoint.objects.exists()
+
+
+def test_key_state_and_fingerprint_are_server_owned_on_rest(api):
+    from netbox_hvsync.models import BackendEndpoint
+
+    forged = {"key_state": "adopted", "key_fingerprint": "v1:forged"}
+    created = _backend(api, backend_url="https://hvsync.example.net:8800", token="k" * 40, **forged)
+    assert created.status_code == 201, created.content
+    assert created.json()["key_state"]["value"] == "pending" and created.json()["key_fingerprint"] == ""
+    pk = created.json()["id"]
+    patched = api.patch(f"{BACKENDS}{pk}/", forged, format="json")
+    assert patched.status_code == 200, patched.content
+    row = BackendEndpoint.objects.get(pk=pk)
+    assert (row.key_state, row.key_fingerprint) == ("pending", "")
+    put = api.put(f"{BACKENDS}{pk}/", {"name": "b", "backend_url": row.url, **forged}, format="json")
+    assert put.status_code == 200, put.content
+    row.refresh_from_db()
+    assert (row.key_state, row.key_fingerprint) == ("pending", "")
+
+
+def test_key_state_and_fingerprint_are_not_on_the_edit_form(ui):
+    from netbox_hvsync.models import BackendEndpoint
+
+    form = {"name": "b", "url": "https://hvsync.example.net:8800", "port": 8800, "verify_ssl": "on"}
+    form_page = ui.get("/plugins/hvsync/backend-endpoints/add/").content.decode()
+    assert 'name="key_state"' not in form_page and 'name="key_fingerprint"' not in form_page
+    saved = ui.post(
+        "/plugins/hvsync/backend-endpoints/add/", {**form, "key_state": "adopted", "key_fingerprint": "x"}
+    )
+    assert saved.status_code == 302, saved.content.decode()[-2000:]
+    row = BackendEndpoint.objects.get(name="b")
+    assert (row.key_state, row.key_fingerprint) == ("pending", "")
+
+
+def test_edit_form_names_the_url_field_for_a_port_out_of_range(ui):
+    from netbox_hvsync.models import BackendEndpoint
+
+    form = {"name": "b", "url": "https://host:99999", "port": 8800}
+    page = ui.post("/plugins/hvsync/backend-endpoints/add/", form)
+    assert page.status_code == 200 and "between 1 and 65535" in page.content.decode()
+    assert not BackendEndpoint.objects.exists()
+
+
+@pytest.mark.parametrize("value", ["²", "\u0661", "99999999999999999999999", "-1"])
+def test_dashboard_endpoint_choice_in_other_digits_is_not_a_500(ui, value):
+    assert ui.get("/plugins/hvsync/", {"hv_endpoint": value}).status_code == 200
