@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dcim.api.serializers import DeviceSerializer, InterfaceSerializer, SiteSerializer
+from django.core.exceptions import ValidationError as DjangoValidationError
 from ipam.api.serializers import IPAddressSerializer, PrefixSerializer, VLANSerializer
 from netbox.api.fields import ChoiceField, ContentTypeField
 from netbox.api.serializers import NetBoxModelSerializer, ValidatedModelSerializer
@@ -120,10 +121,11 @@ class BackendEndpointSerializer(SecretFieldsMixin, NetBoxModelSerializer):
                 ) from None
         try:
             return super().validate(data)
-        except serializers.ValidationError as exc:  # the model's clean() names its column, `url`
-            if isinstance(exc.detail, dict) and "url" in exc.detail:
-                exc.detail["backend_url"] = exc.detail.pop("url")
-            raise
+        except DjangoValidationError as exc:  # the model's clean() names its column, `url`
+            errors = serializers.as_serializer_error(exc)
+            if "url" in errors:
+                errors["backend_url"] = errors.pop("url")
+            raise serializers.ValidationError(errors) from None
 
     def save(self, **kwargs: Any) -> Any:
         """Key adoption refusals (raised by the save itself, SPEC 5.2.1) as field-keyed validation errors."""
