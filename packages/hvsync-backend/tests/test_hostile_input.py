@@ -98,3 +98,20 @@ def test_proxmox_config_numbers_in_other_scripts_are_ignored_not_fatal() -> None
         {"net0": "virtio=AA:BB:CC:DD:EE:01,bridge=vmbr0,tag=²,mtu=\u0661\u0665\u0660\u0660,trunks=2;²;5"},
     )
     assert [(n.tag, n.mtu, n.trunks) for n in nics] == [(None, None, (2, 5))]
+
+
+def test_bootstrap_status_reports_an_unusable_inventory_endpoint_as_a_problem(backend, auth) -> None:
+    """`skipped` is only for a backend without an inventory endpoint (SPEC 4.3); a disabled or tokenless
+    one used to read `ok: true, skipped` too, and the repair page hid it."""
+    c = backend.client
+    none = c.get("/extras/bootstrap-status", headers=auth).json()
+    assert none["ok"] is True and none["skipped"] is True and none["reason"] == "no_inventory_session"
+    tokenless = {k: v for k, v in INV.items() if k not in ("token", "token_key")}
+    row = c.post("/inventory/endpoint", headers=auth, json=tokenless).json()
+    body = c.get("/extras/bootstrap-status", headers=auth).json()
+    assert body["ok"] is False and body["skipped"] is False and "token" in body["detail"]
+    assert body["reason"] == "inventory_endpoint_unusable"
+    assert body["problems"][0]["detail"] == body["detail"]
+    c.put(f"/inventory/endpoint/{row['id']}", headers=auth, json={"enabled": False})
+    body = c.get("/extras/bootstrap-status", headers=auth).json()
+    assert body["ok"] is False and body["detail"] == "the inventory endpoint is disabled"

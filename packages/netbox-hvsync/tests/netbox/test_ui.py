@@ -296,3 +296,26 @@ def test_deciding_needs_change_permission(netbox_objects, superuser):
     assert client.post(f"/plugins/hvsync/deletion-requests/{row.pk}/approve/").status_code == 403
     row.refresh_from_db()
     assert row.status == "pending"
+
+
+def test_a_decided_deletion_request_cannot_be_edited(ui, superuser, netbox_objects):
+    """An approval is for the object it names: editing an approved request used to keep its status."""
+    from django.contrib.contenttypes.models import ContentType
+
+    vm, other = netbox_objects["vm2"], netbox_objects["vm1"]
+    request = deletion_request(vm, "db-1", superuser)
+    form = {"object_type": ContentType.objects.get_for_model(vm).pk, "object_repr": "db-1", "reason": "x"}
+    edited = ui.post(f"/plugins/hvsync/deletion-requests/{request.pk}/edit/", {**form, "object_id": vm.pk})
+    assert edited.status_code == 302, edited.content.decode()[-2000:]  # pending: may change
+    from users.models import User
+
+    request.refresh_from_db()
+    request.status, request.approved_by = "approved", User.objects.create_user(username="reviewer")
+    request.save()
+    refused = ui.post(
+        f"/plugins/hvsync/deletion-requests/{request.pk}/edit/", {**form, "object_id": other.pk}
+    )
+    assert refused.status_code == 200
+    assert "already approved" in refused.content.decode() and "object_id" in refused.content.decode()
+    request.refresh_from_db()
+    assert (request.object_id, request.status, request.reason) == (vm.pk, "approved", "x")

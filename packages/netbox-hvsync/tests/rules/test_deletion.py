@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from netbox_hvsync.rules.deletion import APPROVED, EXECUTED, PENDING, REJECTED, decide
+from netbox_hvsync.rules.deletion import APPROVED, EXECUTED, PENDING, REJECTED, decide, edit_refusal
 
 
 def test_another_person_approves_or_rejects_a_pending_request() -> None:
@@ -27,3 +27,14 @@ def test_a_decided_request_stays_decided(status: str) -> None:
 def test_executed_is_not_a_decision() -> None:
     result = decide(PENDING, 1, 2, EXECUTED)
     assert not result.ok and result.status == PENDING and "unknown decision" in result.error
+
+
+@pytest.mark.parametrize("status", ["approved", "rejected", "executed"])
+def test_a_decided_request_keeps_what_it_asked_for(status: str) -> None:
+    refusal = edit_refusal(status, ["object_id"])
+    assert refusal is not None and status in refusal and "object_id" in refusal
+    assert edit_refusal(status, []) is None  # saving it unchanged (tags, comments) is fine
+
+
+def test_a_pending_request_may_be_edited() -> None:
+    assert edit_refusal("pending", ["object_id", "reason"]) is None

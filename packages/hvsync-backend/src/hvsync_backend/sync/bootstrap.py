@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hvsync_backend.context import BackendContext
+from hvsync_backend.endpoints.service import aget_inventory_target
 from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.sync.options import SyncOptions
@@ -78,11 +79,24 @@ async def check(netbox: NetBoxConfig) -> dict[str, Any]:
 async def status(context: BackendContext) -> dict[str, Any]:
     targets = await load_targets(context, None, None)
     if targets.netbox is None:
+        existing = await aget_inventory_target(context.registry, enabled_only=False)
+        if existing is None:  # SPEC 4.3: skipped only when the backend has no inventory endpoint of its own
+            return {
+                "ok": True,
+                "skipped": True,
+                "reason": "no_inventory_session",
+                "detail": targets.netbox_missing_reason,
+            }
+        # one exists but cannot be used: a real problem the repair page must show, not a skip
+        detail = (
+            "the inventory endpoint is disabled" if not existing.enabled else targets.netbox_missing_reason
+        )
         return {
-            "ok": True,
-            "skipped": True,
-            "reason": "no_inventory_session",
-            "detail": targets.netbox_missing_reason,
+            "ok": False,
+            "skipped": False,
+            "reason": "inventory_endpoint_unusable",
+            "detail": detail,
+            "problems": [{"source": "backend", "status": None, "detail": detail}],
         }
     report = await check(targets.netbox)
     report["hv_endpoints"] = len(targets.sources)

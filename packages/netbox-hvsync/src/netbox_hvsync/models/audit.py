@@ -10,6 +10,7 @@ from django.urls import reverse
 from netbox.models import NetBoxModel
 
 from netbox_hvsync.choices import ApplyJobStatusChoices, DeletionRequestStatusChoices
+from netbox_hvsync.rules.deletion import REQUEST_FIELDS, edit_refusal
 
 __all__ = ("ApplyJob", "DeletionRequest")
 
@@ -58,6 +59,18 @@ class DeletionRequest(NetBoxModel):
             raise ValidationError(
                 {"approved_by": "The approver must be a different person than the requester."}
             )
+        self._refuse_edits_after_the_decision()
+
+    def _refuse_edits_after_the_decision(self) -> None:
+        if self.pk is None:
+            return
+        stored = type(self).objects.filter(pk=self.pk).values("status", *REQUEST_FIELDS).first()
+        if stored is None:
+            return
+        changed = [name.removesuffix("_id") for name in REQUEST_FIELDS if stored[name] != getattr(self, name)]
+        refusal = edit_refusal(stored["status"], changed)
+        if refusal:
+            raise ValidationError(refusal)
 
 
 class ApplyJob(NetBoxModel):
