@@ -210,6 +210,25 @@ def test_schedule_creates_core_job_with_sync_block(api, hv):
     assert selected.json()["data"]["sync"]["sync_types"] == ["all"]
 
 
+def test_schedule_narrows_clusters_to_their_endpoints_and_refuses_node_scope(api, hv):
+    """cluster_ids and node_ids were recorded and ignored: the run synced every endpoint."""
+    from core.models import Job
+
+    alone = api.post(API + "sync/schedule/", {"cluster_ids": [hv["other_cluster"].pk]}, format="json")
+    assert alone.status_code == 201, alone.content
+    assert alone.json()["data"]["sync"]["hv_endpoint_ids"] == [hv["other"].pk]
+    before = Job.objects.count()
+    outside = api.post(
+        API + "sync/schedule/",
+        {"hv_endpoint_ids": [hv["endpoint"].pk], "cluster_ids": [hv["other_cluster"].pk]},
+        format="json",
+    )
+    assert outside.status_code == 400 and list(outside.json()) == ["cluster_ids"], outside.content
+    nodes = api.post(API + "sync/schedule/", {"node_ids": [hv["node1"].pk]}, format="json")
+    assert nodes.status_code == 400 and "read whole" in nodes.json()["node_ids"][0], nodes.content
+    assert Job.objects.count() == before
+
+
 def test_schedule_survives_a_job_id_sequence_that_fell_behind(api, hv, caplog):
     """A core_job id sequence behind the highest id (seen once in CI) must not turn scheduling into a 500."""
     from django.db import connection

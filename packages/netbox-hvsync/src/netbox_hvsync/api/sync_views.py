@@ -52,8 +52,10 @@ class SyncScheduleSerializer(serializers.Serializer):
         help_text="Stage slugs, or ['all'] (the default)",
     )
     hv_endpoint_ids = _IdList(help_text="Plugin ids of the Proxmox endpoints; empty or absent = all")
-    cluster_ids = _IdList()
-    node_ids = _IdList()
+    cluster_ids = _IdList(
+        help_text="Plugin ids of Proxmox clusters: the sync covers their endpoints (a cluster is read whole)"
+    )
+    node_ids = _IdList(help_text="Refused when non-empty: an endpoint is read whole, never one node of it")
     vm_ids = _IdList(help_text="NetBox virtual machine ids (selected-objects mode)")
     object_ids = _IdList(
         help_text="Ids of the selected objects of `batch_object_type` (selected-objects mode); "
@@ -88,7 +90,26 @@ class SyncScheduleSerializer(serializers.Serializer):
         return self._check_ids(models.HvCluster, value)
 
     def validate_node_ids(self, value: list[int]) -> list[int]:
-        return self._check_ids(models.HvNode, value)
+        self._check_ids(models.HvNode, value)
+        if value:  # accepted and recorded before, while the run synced everything
+            raise serializers.ValidationError(
+                "A sync cannot be narrowed to nodes: each Proxmox endpoint is read whole. "
+                "Select its endpoint (hv_endpoint_ids) or cluster (cluster_ids) instead."
+            )
+        return value
+
+    def _cluster_scope(self, attrs: dict[str, Any]) -> None:
+        """cluster_ids narrow the run to the endpoints those clusters belong to, within hv_endpoint_ids."""
+        clusters = attrs.get("cluster_ids") or []
+        if not clusters:
+            return
+        owners = dict(models.HvCluster.objects.filter(pk__in=clusters).values_list("pk", "endpoint_id"))
+        chosen = set(attrs.get("hv_endpoint_ids") or [])
+        if chosen and (outside := sorted(pk for pk, endpoint in owners.items() if endpoint not in chosen)):
+            raise serializers.ValidationError(
+                {"cluster_ids": f"Cluster(s) {', '.join(map(str, outside))} are outside hv_endpoint_ids."}
+            )
+        attrs["hv_endpoint_ids"] = sorted(set(owners.values()))
 
     def validate_vm_ids(self, value: list[int]) -> list[int]:
         from virtualization.models import VirtualMachine
@@ -147,6 +168,7 @@ class SyncScheduleSerializer(serializers.Serializer):
         return ids
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        self._cluster_scope(attrs)
         if attrs.get("mode") == SyncModeChoices.SELECTED:
             self._selected_objects(attrs)
         elif attrs.get("object_ids"):
