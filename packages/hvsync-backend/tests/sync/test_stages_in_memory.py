@@ -109,6 +109,47 @@ async def test_a_disabled_template_mode_leaves_templates_out(pve_emulator, netbo
     assert written and not written & templates
 
 
+async def test_a_disabled_mode_with_delete_stale_deletes_nothing_of_the_skipped_guests(pve_emulator, netbox):
+    """Out of scope is not vanished (SPEC 4.3): with `sync_mode_vm` off and `delete_stale` on, a run used
+    to delete every live managed VM with its disks and interfaces, and to keep writing their backups,
+    task history and replications."""
+    resources = proxmox(pve_emulator, "/cluster/resources")
+    regular = {r["vmid"] for r in resources if r["type"] in ("qemu", "lxc") and not r.get("template")}
+    await run_stages(new_run(pve_emulator, netbox))
+    dependents = (
+        "virtualization/virtual-machines",
+        "virtualization/virtual-disks",
+        "virtualization/interfaces",
+        "plugins/hvsync/backups",
+        "plugins/hvsync/task-history",
+        "plugins/hvsync/replications",
+    )
+    before = {path: dict(netbox.rows.get(path, {})) for path in dependents}
+    assert all(before[path] for path in dependents[:3]), "the demo cluster has VMs, disks and NICs"
+    written = len(netbox.writes)
+
+    ctx = new_run(pve_emulator, netbox, sync_mode_vm=False, delete_stale=True)
+    results = await run_stages(ctx)
+
+    assert [s for s, c in results.items() if c.failed] == []
+    assert {s: c.deleted for s, c in results.items() if c.deleted} == {}
+    assert {path: dict(netbox.rows.get(path, {})) for path in dependents} == before
+    assert netbox.writes[written:] == [], "nothing of a skipped guest is written, marked stale or deleted"
+    assert ctx.reads.skipped_guests["inv1"] == regular
+
+
+async def test_selected_and_skipped_guests_get_no_task_history(pve_emulator, netbox):
+    """A tasks-only run with a disabled mode reads the guest list (not every config) to know whom to skip."""
+    resources = proxmox(pve_emulator, "/cluster/resources")
+    regular = {r["vmid"] for r in resources if r["type"] in ("qemu", "lxc") and not r.get("template")}
+    await run_stages(new_run(pve_emulator, netbox), ["devices", "storage", "virtual-machines"])
+    ctx = new_run(pve_emulator, netbox, sync_mode_vm=False)
+    await run_stages(ctx, ["task-history"])
+    vmids = {row["vmid"] for row in netbox.rows.get("plugins/hvsync/task-history", {}).values()}
+    assert ctx.reads.guests is None and ctx.reads.skipped_guests["inv1"] == regular
+    assert not vmids & regular
+
+
 async def test_stages_hand_proxmox_reads_to_each_other_through_the_typed_run_state(pve_emulator, netbox):
     ctx = new_run(pve_emulator, netbox)
     await run_stages(ctx, ["devices", "virtual-machines"])

@@ -62,6 +62,9 @@ class Kind(ABC):
     key_field: bool = True
     #: The plugin's sync-state model recording this kind's identity (None: the custom field only).
     sidecar: sidecars.SidecarSpec | None = None
+    #: True for kinds derived from guests' configs but shared between guests (VLANs, IP addresses):
+    #: while a run leaves guests of an endpoint out, it cannot tell which of these vanished.
+    from_guests: bool = False
 
     @abstractmethod
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
@@ -134,6 +137,20 @@ class Kind(ABC):
         """Whether a managed key belongs to this kind (several kinds may share one NetBox model)."""
         return True
 
+    def guest_of(self, current: Current) -> int | None:
+        """The VMID of the guest a managed object belongs to, if any (`SyncContext.skips_guest`)."""
+        return vmid_of(current.key)
+
+
+def left_alone(ctx: SyncContext, kind: Kind, current: Current) -> bool:
+    """Whether a managed object is outside what this run looked at, so it must not be deleted: it belongs
+    to a guest the run skips, or it is shared between guests of an endpoint the run saw only in part."""
+    source = ctx.source_of(current.key)
+    guest = kind.guest_of(current)
+    if guest is not None:
+        return ctx.skips_guest(source, guest)
+    return kind.from_guests and bool(ctx.reads.skipped_guests.get(source))
+
 
 async def run_kind(kind: Kind, ctx: SyncContext, counts: Counts) -> Plan:
     """Reconcile one kind and record the NetBox ids of every desired object in `ctx.ids[kind.name]`."""
@@ -148,6 +165,8 @@ async def run_kind(kind: Kind, ctx: SyncContext, counts: Counts) -> Plan:
     kept = [c for c in plan.delete if ctx.source_of(c.key) in ctx.failed_endpoints]
     plan.delete = [c for c in plan.delete if ctx.source_of(c.key) not in ctx.failed_endpoints]
     plan.orphaned += kept
+    # Never delete what belongs to a guest the run leaves alone: out of scope is not vanished (SPEC 4.3).
+    plan.delete = [c for c in plan.delete if not left_alone(ctx, kind, c)]
     if ctx.options.partial:
         plan.delete, plan.orphaned = [], []
     if not kind.owns_objects:

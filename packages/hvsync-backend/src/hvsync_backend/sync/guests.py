@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from hvsync_backend.sync.proxmox import Guest, HvSource, ProxmoxReader, ProxmoxReadError
 from hvsync_backend.sync.run import SyncContext
@@ -20,12 +21,43 @@ def wanted(guest: Guest, ctx: SyncContext) -> bool:
     return ctx.options.sync_mode_vm_template if guest.template else ctx.options.sync_mode_vm
 
 
+def keeper(ctx: SyncContext, source: HvSource) -> Callable[[Guest], bool]:
+    """`wanted`, recording the guests it leaves out in `ctx.reads.skipped_guests` (`ctx.skips_guest`)."""
+    skipped = ctx.reads.skipped_guests.setdefault(source.identity, set())
+
+    def keep(guest: Guest) -> bool:
+        if wanted(guest, ctx):
+            return True
+        skipped.add(guest.vmid)
+        return False
+
+    return keep
+
+
+def scope_is_narrowed(ctx: SyncContext) -> bool:
+    """Whether this run may leave any guest out (a disabled sync mode or a VM selection)."""
+    options = ctx.options
+    return options.only_vmids is not None or not (options.sync_mode_vm and options.sync_mode_vm_template)
+
+
+async def skipped_guests(ctx: SyncContext) -> None:
+    """Make sure `ctx.skips_guest` knows every left-out guest (one cluster/resources read per endpoint,
+    no per-guest config reads) before a stage writes or deletes objects that belong to guests."""
+    if ctx.reads.guests is not None or not scope_is_narrowed(ctx):
+        return
+
+    async def read(source: HvSource, reader: ProxmoxReader) -> list[Guest]:
+        return await reader.guests(keeper(ctx, source), with_config=False)
+
+    await ctx.per_endpoint(read)
+
+
 async def guests(ctx: SyncContext) -> dict[int, list[Guest]]:
     """Backend endpoint id -> guests in scope (with their configs), cached for the run."""
     if ctx.reads.guests is None:
 
         async def read(source: HvSource, reader: ProxmoxReader) -> list[Guest]:
-            return await reader.guests(lambda g: wanted(g, ctx))
+            return await reader.guests(keeper(ctx, source))
 
         ctx.reads.guests = await ctx.per_endpoint(read)
     return ctx.reads.guests
@@ -45,7 +77,7 @@ def warm_guests(ctx: SyncContext, *, addresses: bool = False) -> None:
             return
         reader = ctx.reader(source)
         try:
-            found = await reader.guests(lambda g: wanted(g, ctx))
+            found = await reader.guests(keeper(ctx, source))
             if addresses:
                 await asyncio.gather(*(reader.guest_addresses(g) for g in found))
         except ProxmoxReadError:

@@ -98,6 +98,8 @@ class ProxmoxReads:
     focus_resolved: bool = False
     #: background guest reads already started ("guests", "addresses")
     warmed: set[str] = field(default_factory=set)
+    #: source identity -> VMIDs Proxmox lists but this run leaves alone (sync mode disabled, not selected)
+    skipped_guests: dict[str, set[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -225,3 +227,8 @@ class SyncContext:
 
     def source_of(self, key: str) -> str:
         return key.split(SEPARATOR, 1)[0]
+
+    def skips_guest(self, identity: str, vmid: int | None) -> bool:
+        """Whether `vmid` is a guest Proxmox lists that this run leaves alone (SPEC 4.3: filtered at source):
+        nothing that belongs to it is written, marked stale or deleted."""
+        return vmid is not None and vmid in self.reads.skipped_guests.get(identity, ())

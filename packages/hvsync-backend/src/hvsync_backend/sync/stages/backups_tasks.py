@@ -12,12 +12,12 @@ from typing import Any
 
 from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.sync.focused import focus_nodes, ids_with_existing, node_allowed
-from hvsync_backend.sync.framework import Stage, known_ids
-from hvsync_backend.sync.guests import guests, vm_key
+from hvsync_backend.sync.framework import Stage, known_ids, left_alone
+from hvsync_backend.sync.guests import guests, skipped_guests, vm_key
 from hvsync_backend.sync.plugin_endpoints import plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 from hvsync_backend.sync.reads import clusters, storage_facts
-from hvsync_backend.sync.reconcile import Desired
+from hvsync_backend.sync.reconcile import Current, Desired
 from hvsync_backend.sync.run import Counts, SyncContext
 from hvsync_backend.sync.stages.plugin_records import (
     BASE,
@@ -47,6 +47,9 @@ class BackupKind(NaturalKind):
         "notes",
         "protected",
     )
+
+    def guest_of(self, current: Current) -> int | None:
+        return decimal(current.data.get("vmid"))
 
     async def lookups(self, ctx: SyncContext) -> dict[str, Any]:
         ids = await known_ids(ctx, PluginStorageKind())
@@ -99,6 +102,8 @@ class BackupKind(NaturalKind):
                 vmid = decimal(str(row.get("vmid") or ""))
                 if ctx.options.only_vmids is not None and vmid not in ctx.options.only_vmids:
                     continue
+                if ctx.skips_guest(source.identity, vmid):
+                    continue  # a guest the run leaves alone gets no dependent objects (SPEC 4.3)
                 key = f"{storage_key}|backup|{volid}"
                 payload = {
                     "storage": storage_id,
@@ -131,6 +136,9 @@ class TaskKind(NaturalKind):
         "endtime",
     )
 
+    def guest_of(self, current: Current) -> int | None:
+        return decimal(current.data.get("vmid"))
+
     async def lookups(self, ctx: SyncContext) -> dict[str, Any]:
         pks = await plugin_endpoints(ctx)
         return {
@@ -148,6 +156,7 @@ class TaskKind(NaturalKind):
         infos = await clusters(ctx)
         hv_nodes = await ids_with_existing(ctx, PluginNodeKind())
         vm_ids = await known_ids(ctx, VirtualMachineKind())
+        await skipped_guests(ctx)
         focus = ctx.options.focus
         upids = focus.upids if focus is not None else None
         # selected tasks: only the nodes their UPIDs name (a guest's tasks may be on any node)
@@ -179,6 +188,8 @@ class TaskKind(NaturalKind):
                         continue  # selected tasks: by UPID (a node task has no VMID)
                 elif ctx.options.only_vmids is not None and vmid not in ctx.options.only_vmids:
                     continue
+                if ctx.skips_guest(source.identity, vmid):
+                    continue  # a guest the run leaves alone gets no task history (SPEC 4.3)
                 key = f"{source.identity}|task|{upid}"
                 payload = {
                     "endpoint": pk,
@@ -226,6 +237,7 @@ async def prune_tasks(ctx: SyncContext, counts: Counts, kind: TaskKind) -> None:
         for c in current.values()
         if c.key not in listed
         and ctx.source_of(c.key) not in ctx.failed_endpoints
+        and not left_alone(ctx, kind, c)
         and _started_before(c.data.get("starttime"), cutoff)
     ]
     part = Counts()

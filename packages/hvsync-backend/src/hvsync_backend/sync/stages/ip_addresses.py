@@ -88,6 +88,7 @@ class IPAddressKind(Kind):
     path = "ipam/ip-addresses"
     read_fields = ("address", "status", "assigned_object_type", "assigned_object_id")
     sidecar = sidecars.IP_ADDRESS
+    from_guests = True
 
     def accepts(self, key: str) -> bool:
         return "|ip|" in key

@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from hvsync_backend.sync.framework import known_ids
-from hvsync_backend.sync.guests import vm_key
+from hvsync_backend.sync.guests import skipped_guests, vm_key
 from hvsync_backend.sync.plugin_endpoints import plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
-from hvsync_backend.sync.reconcile import Desired
+from hvsync_backend.sync.reconcile import Current, Desired
 from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.plugin_records import (
     BASE,
@@ -75,6 +75,7 @@ class JobKind(NaturalKind):
 
         found = await ctx.per_endpoint(read)
         refs = await self.refs(ctx)
+        await skipped_guests(ctx)
         out: dict[str, Desired] = {}
         for source in ctx.sources:
             pk = pks.get(source.backend_id)
@@ -88,8 +89,11 @@ class JobKind(NaturalKind):
         if ctx.options.partial:
             return out  # selected-object runs never judge what they did not select
         for key, have in (await self.current(ctx)).items():
-            if key not in out and ctx.source_of(key) not in ctx.failed_endpoints:
-                out[key] = Desired(key, have.label, {"status": "stale"})
+            if key in out or ctx.source_of(key) in ctx.failed_endpoints:
+                continue
+            if ctx.skips_guest(ctx.source_of(key), self.guest_of(have)):
+                continue  # its guest is out of this run's scope: not stale, just not looked at
+            out[key] = Desired(key, have.label, {"status": "stale"})
         return out
 
 
@@ -196,6 +200,9 @@ class ReplicationKind(JobKind):
         "raw_config",
     )
 
+    def guest_of(self, current: Current) -> int | None:
+        return _int(current.data.get("guest"))
+
     async def refs(self, ctx: SyncContext) -> dict[str, Any]:
         return {
             "nodes": await known_ids(ctx, PluginNodeKind()),
@@ -207,6 +214,8 @@ class ReplicationKind(JobKind):
     ) -> dict[str, Any] | None:
         rid = str(job.get("id") or "")
         guest = _int(job.get("guest")) or _int(rid.split("-")[0])
+        if ctx.skips_guest(source.identity, guest):
+            return None  # a guest the run leaves alone gets no dependent objects (SPEC 4.3)
         vm = refs["vms"].get(vm_key(source, guest)) if guest else None
         if not rid or vm is None:
             return None  # a replication needs its VM in NetBox (skipped VMs get no dependent objects)

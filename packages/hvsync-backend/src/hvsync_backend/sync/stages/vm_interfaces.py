@@ -38,6 +38,7 @@ class VLANGroupKind(Kind):
     name = "vlan group"
     path = "ipam/vlan-groups"
     read_fields = ("name", "slug", "scope_type", "scope_id")
+    from_guests = True
 
     def accepts(self, key: str) -> bool:
         return key.endswith("|vlangroup")
@@ -68,6 +69,7 @@ class VLANKind(Kind):
     path = "ipam/vlans"
     read_fields = ("vid", "name", "group", "status")
     sidecar = sidecars.GUEST_VLAN
+    from_guests = True
 
     def accepts(self, key: str) -> bool:
         return "|vlan|" in key
