@@ -65,6 +65,7 @@ def client(fake: FakeNetBox) -> NetBoxClient:
 def test_versions_parse_with_suffixes() -> None:
     assert parse_version("4.6.8-Docker-3.4.1") == (4, 6, 8)
     assert parse_version("4.7.3") == (4, 7, 3)
+    assert parse_version("4.²7.0") == (4, 7, 0)  # a hostile status answer is not a 500
     assert parse_version("4.7") == (4, 7, 0)
     assert NetBoxRelease.from_status({"netbox-version": "4.5.8"}).interface_mac_shortcut is False
     assert NetBoxRelease.from_status({"netbox-version": "4.7.0"}).interface_mac_shortcut is True

@@ -55,7 +55,7 @@ class NetBoxRelease:
 def parse_version(text: str) -> tuple[int, int, int]:
     numbers: list[int] = []
     for part in text.split("-")[0].split(".")[:3]:
-        digits = "".join(ch for ch in part if ch.isdigit())
+        digits = "".join(ch for ch in part if "0" <= ch <= "9")  # ASCII only: int("²") raises
         numbers.append(int(digits) if digits else 0)
     while len(numbers) < 3:
         numbers.append(0)
