@@ -102,3 +102,39 @@ def test_key_file_created_0600_once(tmp_path) -> None:
     first = load_or_create_key_file(path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert load_or_create_key_file(path) == first
+
+
+def test_key_file_is_never_visible_empty_while_it_is_made(tmp_path, monkeypatch) -> None:
+    """A second worker starting at the same moment read the file between create and write, empty."""
+    import os
+
+    from hvsync_backend.endpoints import crypto
+
+    path = tmp_path / "fernet.key"
+    seen: list[bool] = []
+    real_write = os.write
+
+    def write(fd: int, data: bytes) -> int:
+        seen.append(path.exists())  # what a second process would find at this moment
+        return real_write(fd, data)
+
+    monkeypatch.setattr(crypto.os, "write", write)
+    keys = crypto.load_or_create_key_file(path)
+    assert seen == [False] and len(keys) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fernet.key"]  # no draft left behind
+
+
+def test_a_key_file_made_by_another_process_first_wins(tmp_path, monkeypatch) -> None:
+    from hvsync_backend.endpoints import crypto
+
+    path = tmp_path / "fernet.key"
+    theirs = crypto.Fernet.generate_key()
+    real_link = crypto.os.link
+
+    def link(src: str, dst: str) -> None:
+        path.write_bytes(theirs + b"\n")  # the other process linked its key first
+        real_link(src, dst)
+
+    monkeypatch.setattr(crypto.os, "link", link)
+    assert crypto.load_or_create_key_file(path) == [theirs]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fernet.key"]

@@ -7,6 +7,7 @@ first so older ciphertext stays readable during a rotation) or from a key file c
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -62,16 +63,22 @@ def write_key_file(path: Path, key: bytes) -> None:
 
 
 def load_or_create_key_file(path: Path) -> list[bytes]:
-    """Read the key file, creating it (0600, exclusive create so two starting processes agree) when absent."""
+    """Read the key file, creating it (0600) when absent. The key is written to a private temporary file
+    and hard-linked into place, so a second process starting at the same moment never reads the file
+    empty or half-written, and the first link wins (both then use the same key)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:
+    if not path.exists():
+        draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.write(fd, Fernet.generate_key() + b"\n")
             os.fsync(fd)
         finally:
             os.close(fd)
+        try:
+            os.link(draft, path)  # atomic and never replaces: another process's key stays
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
     return parse_keys(path.read_text(encoding="ascii"))
