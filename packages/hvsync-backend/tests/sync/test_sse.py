@@ -147,3 +147,26 @@ async def test_complete_emitted_while_a_slow_client_reads_is_still_delivered() -
     rest = [c async for c in gen]
     frames = parse_stream(first + second + "".join(rest))
     assert [f.event for f in frames] == ["step", "step", "step", "complete"]
+
+
+async def test_a_crashed_stage_body_is_logged_with_its_traceback_and_no_secret(caplog) -> None:
+    """Stream-run exceptions reached the client as `internal error` and were never logged."""
+
+    async def crashes(run: Run) -> None:
+        await run.emit("step", {"stage": "devices", "phase": "start", "message": "go"})
+        raise RuntimeError(
+            "NetBox said no; Authorization: Token 0123456789abcdef0123 password=hunter2-planted"
+        )
+
+    registry = RunRegistry()
+    with caplog.at_level("ERROR", logger="hvsync_backend.sse"):
+        frames = parse_stream(
+            await collect(registry.stream("/dcim/x?a=1", crashes, last_event_id=None, run_id=None))
+        )
+    assert frames[-1].event == "complete" and frames[-1].data["ok"] is False
+    assert frames[-1].data["error"]["detail"] == "internal error: RuntimeError"
+    [record] = [r for r in caplog.records if r.name == "hvsync_backend.sse"]
+    text = record.getMessage()
+    assert "/dcim/x" in text and "Traceback" in text and "RuntimeError: NetBox said no" in text
+    assert "in crashes" in text  # the frame that raised
+    assert "0123456789abcdef0123" not in text and "hunter2-planted" not in text

@@ -7,13 +7,18 @@ run is unknown or the missed frames already fell out of the buffer it gets a `re
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+import traceback
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from hvsync_backend.sse.frames import Frame, encode_comment, encode_frame
+from hvsync_backend.wire.redaction import sweep_text
+
+log = logging.getLogger("hvsync_backend.sse")
 
 RunBody = Callable[["Run"], Awaitable[None]]
 
@@ -111,6 +116,10 @@ class RunRegistry:
             try:
                 await body(run)
             except Exception as exc:  # the stream must still end with `complete`
+                trace = "".join(traceback.format_exception(exc))
+                log.error(
+                    "stream run %s (%s) failed:\n%s", run.id, signature.split("?")[0], sweep_text(trace)
+                )
                 if not run.finished:
                     await run.emit(
                         "complete",
