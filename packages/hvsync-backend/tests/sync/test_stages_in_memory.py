@@ -150,6 +150,43 @@ async def test_selected_and_skipped_guests_get_no_task_history(pve_emulator, net
     assert not vmids & regular
 
 
+class GuestGone(Exception):
+    """What Proxmox answers for the config of a guest deleted or migrated since the guest list was read."""
+
+    status = 500
+
+    def __str__(self) -> str:
+        return "Configuration file 'nodes/pve1/qemu-server/101.conf' does not exist"
+
+
+async def test_a_guest_vanishing_mid_read_is_left_out_not_the_whole_endpoint(pve_emulator, netbox):
+    """One failed config read used to fail every stage of its endpoint; now only that guest is left out,
+    reported, and kept (even with delete_stale), and the rest of the endpoint syncs."""
+    await run_stages(new_run(pve_emulator, netbox))
+    vms = dict(netbox.rows["virtualization/virtual-machines"])
+    gone = next(int(r["custom_fields"]["hvsync_key"].split("|")[2]) for r in vms.values())
+    source = emulator_source(pve_emulator)
+    inner = source.client
+
+    class Flaky:
+        async def get(self, path: str, params: dict | None = None) -> object:
+            if path.endswith(f"/{gone}/config"):
+                raise GuestGone()
+            return await inner.get(path, params)
+
+    source.client = Flaky()
+    ctx = run_context(source, netbox, delete_stale=True)
+    written = len(netbox.writes)
+    results = await run_stages(ctx)
+
+    assert not ctx.failed_endpoints and [s for s, c in results.items() if c.failed] == []
+    assert netbox.rows["virtualization/virtual-machines"] == vms
+    assert netbox.writes[written:] == []
+    assert ctx.reads.skipped_guests["inv1"] == {gone}
+    [problem] = [p for p in ctx.problems if p.get("object") == f"vm {gone}"]
+    assert problem["source"] == "proxmox" and problem["status"] == 500 and "does not exist" in problem["detail"]
+
+
 async def test_stages_hand_proxmox_reads_to_each_other_through_the_typed_run_state(pve_emulator, netbox):
     ctx = new_run(pve_emulator, netbox)
     await run_stages(ctx, ["devices", "virtual-machines"])

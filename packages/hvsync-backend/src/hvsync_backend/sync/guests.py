@@ -52,12 +52,28 @@ async def skipped_guests(ctx: SyncContext) -> None:
     await ctx.per_endpoint(read)
 
 
+async def leave_unreadable_out(ctx: SyncContext, source: HvSource, reader: ProxmoxReader) -> None:
+    """Guests whose config could not be read this run are left alone (nothing written or deleted for
+    them) and reported once each; the endpoint's other guests go on."""
+    skipped = ctx.reads.skipped_guests.setdefault(source.identity, set())
+    for vmid, error in sorted(reader.unreadable.items()):
+        if vmid in skipped:
+            continue
+        skipped.add(vmid)
+        await ctx.problem(
+            {**error.as_problem(), "object": f"vm {vmid}"},
+            f"guest {vmid} of Proxmox endpoint {source.backend_id} left out of this run: {error.detail}",
+        )
+
+
 async def guests(ctx: SyncContext) -> dict[int, list[Guest]]:
     """Backend endpoint id -> guests in scope (with their configs), cached for the run."""
     if ctx.reads.guests is None:
 
         async def read(source: HvSource, reader: ProxmoxReader) -> list[Guest]:
-            return await reader.guests(keeper(ctx, source))
+            found = await reader.guests(keeper(ctx, source))
+            await leave_unreadable_out(ctx, source, reader)
+            return found
 
         ctx.reads.guests = await ctx.per_endpoint(read)
     return ctx.reads.guests

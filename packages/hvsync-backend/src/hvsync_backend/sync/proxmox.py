@@ -94,6 +94,12 @@ class Guest:
     config: dict[str, Any] = field(default_factory=dict)
 
 
+#: Answers to one guest's config read that concern that guest alone: it vanished or moved between the
+#: guest list and its config read (Proxmox answers 500 "does not exist"), or its node stopped answering
+#: (595). The guest is left out of the run; anything else (no answer, 401, 403) fails the endpoint.
+GUEST_UNREADABLE = frozenset({404, 500, 595})
+
+
 class ProxmoxReader:
     """Cached, bounded reads of one endpoint for the duration of one run."""
 
@@ -101,6 +107,8 @@ class ProxmoxReader:
         self.source = source
         self._sem = asyncio.Semaphore(concurrency)
         self._cache: dict[str, asyncio.Task[Any]] = {}
+        #: VMID -> why its config could not be read (GUEST_UNREADABLE); such guests are left out
+        self.unreadable: dict[int, ProxmoxReadError] = {}
 
     async def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         key = path + "?" + "&".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
@@ -166,10 +174,19 @@ class ProxmoxReader:
             guests = [g for g in guests if keep(g)]
         if with_config:
             configs = await asyncio.gather(
-                *(self.get(f"nodes/{g.node}/{g.kind}/{g.vmid}/config") for g in guests)
+                *(self.get(f"nodes/{g.node}/{g.kind}/{g.vmid}/config") for g in guests),
+                return_exceptions=True,
             )
+            readable = []
             for guest, config in zip(guests, configs, strict=True):
+                if isinstance(config, ProxmoxReadError) and config.status in GUEST_UNREADABLE:
+                    self.unreadable[guest.vmid] = config
+                    continue
+                if isinstance(config, BaseException):
+                    raise config
                 guest.config = dict(config or {})
+                readable.append(guest)
+            guests = readable
         return sorted(guests, key=lambda g: g.vmid)
 
     async def guest_addresses(self, guest: Guest) -> list[tuple[str, str]]:
