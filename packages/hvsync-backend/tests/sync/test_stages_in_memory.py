@@ -184,7 +184,9 @@ async def test_a_guest_vanishing_mid_read_is_left_out_not_the_whole_endpoint(pve
     assert netbox.writes[written:] == []
     assert ctx.reads.skipped_guests["inv1"] == {gone}
     [problem] = [p for p in ctx.problems if p.get("object") == f"vm {gone}"]
-    assert problem["source"] == "proxmox" and problem["status"] == 500 and "does not exist" in problem["detail"]
+    assert (
+        problem["source"] == "proxmox" and problem["status"] == 500 and "does not exist" in problem["detail"]
+    )
 
 
 async def test_stages_hand_proxmox_reads_to_each_other_through_the_typed_run_state(pve_emulator, netbox):
