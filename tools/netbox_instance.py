@@ -276,9 +276,11 @@ def drop_db(name: str) -> None:
 
 
 @contextmanager
-def file_lock(name: str) -> Iterator[None]:
-    STATE.mkdir(parents=True, exist_ok=True)
-    with open(STATE / f".{name}.lock", "w") as fh:
+def file_lock(name: str, where: Path | None = None) -> Iterator[None]:
+    """An exclusive lock held for the block; `where` defaults to this checkout's state directory."""
+    folder = where or STATE
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f".{name}.lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -552,7 +554,7 @@ def run_netbox(
 
 
 def ensure_template() -> None:
-    with file_lock(f"template-{RELEASE.version}"):
+    with file_lock(f"template-{RELEASE.version}", CACHE):  # the machine's databases, not a checkout's
         if db_exists(RELEASE.template_db) and db_comment(RELEASE.template_db) == TEMPLATE_DONE:
             return
         drop_db(RELEASE.template_db)  # ours, and incomplete
@@ -652,7 +654,7 @@ def ensure_plugin_template() -> str:
     Rebuilt only when the plugin's migrations change; older plugin templates of ours are dropped.
     """
     name = plugin_template_name()
-    with file_lock(f"template-{RELEASE.version}"):
+    with file_lock(f"template-{RELEASE.version}", CACHE):  # the machine's databases, not a checkout's
         if db_exists(name) and db_comment(name) == TEMPLATE_DONE:
             return name
         stale = psql(f"SELECT datname FROM pg_database WHERE datname LIKE '{RELEASE.template_db}_p%'").split()

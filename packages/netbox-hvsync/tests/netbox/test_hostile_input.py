@@ -93,3 +93,35 @@ def test_edit_form_names_the_url_field_for_a_port_out_of_range(ui):
 @pytest.mark.parametrize("value", ["²", "\u0661", "99999999999999999999999", "-1"])
 def test_dashboard_endpoint_choice_in_other_digits_is_not_a_500(ui, value):
     assert ui.get("/plugins/hvsync/", {"hv_endpoint": value}).status_code == 200
+
+
+def _garble(model, pk, column):
+    """What an encryption-key change looks like to the plugin: ciphertext the configured key cannot open."""
+    model.objects.filter(pk=pk).update(**{column: "gAAAAABnot-a-token-of-this-key"})
+
+
+def test_home_page_shows_an_undecryptable_endpoint_instead_of_a_500(ui, hv):
+    from netbox_hvsync.backend.push import push_hv
+    from netbox_hvsync.models import HvEndpoint
+
+    _garble(HvEndpoint, hv["endpoint"].pk, "token_value_ciphertext")
+    page = ui.get("/plugins/hvsync/", {"hv_endpoint": hv["endpoint"].pk})
+    assert page.status_code == 200  # no backend configured: nothing is pushed, and nothing breaks
+    result = push_hv(None, HvEndpoint.objects.get(pk=hv["endpoint"].pk))  # type: ignore[arg-type]
+    assert result.ok is False and "cannot be decrypted" in result.error and result.status is None
+
+
+def test_sync_job_with_undecryptable_credentials_fails_by_name_with_its_sync_block(hv):
+    """The job decrypted before its try: it errored with a bare exception and no sync block."""
+    from core.models import Job
+    from netbox_hvsync.jobs import SyncJob, enqueue_sync
+    from netbox_hvsync.models import HvEndpoint
+
+    _garble(HvEndpoint, hv["endpoint"].pk, "token_value_ciphertext")
+    queued = enqueue_sync(sync_types=["storage"], hv_endpoint_ids=[hv["endpoint"].pk])
+    SyncJob.handle(queued, sync=queued.data["sync"])
+    job = Job.objects.get(pk=queued.pk)
+    assert job.status == "failed", job.status
+    assert "Proxmox endpoint 'pve-a'" in job.error and "cannot be decrypted" in job.error
+    block = job.data["sync"]
+    assert block["errors"] == [job.error] and block["sync_types"] == ["storage"]

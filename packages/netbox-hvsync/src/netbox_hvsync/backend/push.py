@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError
 from netbox_hvsync.backend.resolution import ResolvedBackend, ip_text, resolve_backend
+from netbox_hvsync.crypto import CredentialDecryptionError
 from netbox_hvsync.models import HvEndpoint, InventoryEndpoint
 from netbox_hvsync.rules.fingerprints import credential_fingerprint
 from netbox_hvsync.rules.grants import next_grant_confirmed
@@ -103,8 +104,22 @@ def record_hv_push(record: HvEndpointRecord, result: PushResult) -> None:
         logger.error("could not store the push result of hv endpoint %s: %s", record.pk, type(exc).__name__)
 
 
+def undecryptable(what: str) -> PushResult:
+    """The push that could not start: the row's credentials do not decrypt with the configured key
+    (PLUGINS_CONFIG `encryption_key` changed). Nothing was sent; the message names no secret."""
+    return PushResult(
+        False,
+        f"the {what}'s stored credentials cannot be decrypted with the configured encryption key; "
+        "enter them again (or restore the previous key)",
+        None,
+    )
+
+
 def push_inventory(resolved: ResolvedBackend, endpoint: InventoryEndpoint) -> PushResult:
-    record = inventory_record(endpoint)
+    try:
+        record = inventory_record(endpoint)
+    except CredentialDecryptionError:
+        return undecryptable("inventory endpoint")
     result = push_inventory_endpoint(resolved.transport, resolved.context, record)
     record_inventory_push(endpoint.pk, record, result)
     return result
@@ -113,7 +128,10 @@ def push_inventory(resolved: ResolvedBackend, endpoint: InventoryEndpoint) -> Pu
 def push_hv(
     resolved: ResolvedBackend, endpoint: HvEndpoint, rows: Sequence[Mapping[str, Any]] | None = None
 ) -> PushResult:
-    record = hv_record(endpoint)
+    try:
+        record = hv_record(endpoint)
+    except CredentialDecryptionError:
+        return undecryptable("Proxmox endpoint")
     result = push_hv_endpoint(resolved.transport, resolved.context, record, rows=rows)
     record_hv_push(record, result)
     return result

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from core.models import Job
@@ -25,6 +25,7 @@ from netbox_hvsync.backend.push import (
 )
 from netbox_hvsync.backend.resolution import ResolvedBackend, backend_target, resolve_backend
 from netbox_hvsync.choices import SYNC_STAGES, SYNC_TYPE_ALL, SyncModeChoices
+from netbox_hvsync.crypto import CredentialDecryptionError
 from netbox_hvsync.models import HvEndpoint, InventoryEndpoint
 from netbox_hvsync.rules.adoption import recheck_stored_key
 from netbox_hvsync.rules.branches import BranchNotReady
@@ -83,8 +84,11 @@ class SyncRun(RunState):
         hv_qs = HvEndpoint.objects.select_related("ip_address").order_by("pk")
         hv_rows = list(hv_qs.filter(pk__in=hv_ids) if hv_ids else hv_qs.filter(enabled=True))
         inventory_rows = list(InventoryEndpoint.objects.select_related("ip_address").order_by("pk"))
-        inventory_records = [inventory_record(r) for r in inventory_rows]
-        hv_records = [hv_record(r) for r in hv_rows]
+        try:
+            inventory_records = [self.decrypted(inventory_record, r) for r in inventory_rows]
+            hv_records = [self.decrypted(hv_record, r) for r in hv_rows]
+        except CredentialDecryptionError as exc:
+            raise self.fail(str(exc)) from None
         for record in (*inventory_records, *hv_records):
             self.secrets.extend(secrets_of(record))
         self.block["endpoints"] = {r.pk: {"name": r.name} for r in hv_records}
@@ -109,6 +113,18 @@ class SyncRun(RunState):
         finally:
             if resolved is not None:
                 resolved.transport.close()
+
+    @staticmethod
+    def decrypted[R](record_of: Callable[[Any], R], row: Any) -> R:
+        """A row's record with its credentials; a row whose credentials do not decrypt with the configured
+        key (PLUGINS_CONFIG `encryption_key` changed) fails the job by name, before anything is sent."""
+        try:
+            return record_of(row)
+        except CredentialDecryptionError:
+            raise CredentialDecryptionError(
+                f"the stored credentials of {row._meta.verbose_name} {row.name!r} cannot be decrypted with "
+                "the configured encryption key; enter them again (or restore the previous key)"
+            ) from None
 
     def pick_candidate(self, resolved: ResolvedBackend) -> ResolvedBackend:
         """Hostname first, then IP (SPEC 6.2): use the first address of the backend that answers."""
