@@ -184,3 +184,97 @@ def test_wrong_key_miss_does_not_hide_a_key_added_elsewhere(backend, auth) -> No
     other_process = KeyStore(backend.context.session_factory, 4, VerificationCache())
     other_process.create(label="cli", raw_key=candidate)
     assert backend.client.get("/auth/keys", headers={H: candidate}).status_code == 200
+
+
+def test_a_key_revoked_elsewhere_stops_at_once_by_default(backend, auth) -> None:
+    """The default is to confirm the key's row on every request: a key revoked by another worker or the
+    CLI used to keep working for up to a second in this one."""
+    from hvsync_backend.config import Settings
+    from hvsync_backend.db.models import ApiKey
+    from sqlalchemy import update
+
+    assert Settings().key_recheck_seconds == 0
+    backend.context.settings.key_recheck_seconds = 0
+    c = backend.client
+    second = c.post("/auth/keys", headers=auth).json()
+    assert c.get("/auth/keys", headers={H: second["raw_key"]}).status_code == 200  # cached now
+    with backend.context.session_factory.begin() as session:  # another process: this cache is untouched
+        session.execute(update(ApiKey).where(ApiKey.id == second["id"]).values(is_active=False))
+    assert c.get("/auth/keys", headers={H: second["raw_key"]}).status_code == 401
+
+
+def test_a_verification_that_began_before_a_revocation_cannot_cache_its_hit() -> None:
+    from hvsync_backend.auth.cache import VerificationCache
+
+    cache = VerificationCache()
+    fingerprint = cache.fingerprint("some-key")
+    began = cache.generation
+    cache.clear()  # a key was revoked while the verification ran
+    cache.put(fingerprint, 7, began)
+    cache.put_miss(fingerprint, (1,), began)
+    assert cache.get(fingerprint) is None and not cache.is_known_miss(fingerprint, (1,))
+    cache.put(fingerprint, 7, cache.generation)
+    assert cache.get(fingerprint) is not None and cache.get(fingerprint)[0] == 7
+
+
+def test_concurrent_wrong_keys_cost_bounded_bcrypt_work(backend, auth, monkeypatch) -> None:
+    """Eight requests with one wrong key share one bcrypt check; eight different wrong keys never run more
+    checks at once than `bcrypt_slots`."""
+    import threading
+
+    from hvsync_backend.auth import keys as keys_module
+
+    store = backend.context.keys
+    calls: list[str] = []
+    running, peak = [0], [0]
+    guard = threading.Lock()
+    real = keys_module.check_key
+
+    def slow_check(presented: str, key_hash: bytes) -> bool:
+        with guard:
+            calls.append(presented)
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.05)
+        try:
+            return real(presented, key_hash)
+        finally:
+            with guard:
+                running[0] -= 1
+
+    monkeypatch.setattr(keys_module, "check_key", slow_check)
+
+    def hammer(keys: list[str]) -> list[int | None]:
+        out: list[int | None] = [None] * len(keys)
+
+        def one(i: int) -> None:
+            out[i] = store.verify(keys[i])
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(keys))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return out
+
+    same = "w" * 40
+    assert hammer([same] * 8) == [None] * 8
+    assert calls.count(same) == 1  # one bcrypt check (one candidate: the bootstrap key), not eight
+    calls.clear()
+    assert hammer([f"wrong-{i}-" + "x" * 30 for i in range(8)]) == [None] * 8
+    assert len(calls) == 8 and peak[0] <= backend.context.settings.bcrypt_slots
+
+
+def test_a_verification_that_cannot_get_a_bcrypt_slot_is_a_503(backend, auth, monkeypatch) -> None:
+    from hvsync_backend.auth import keys as keys_module
+
+    store = backend.context.keys
+    monkeypatch.setattr(keys_module, "VERIFY_WAIT", 0.05)
+    taken = [store._bcrypt_slots.acquire(timeout=1) for _ in range(backend.context.settings.bcrypt_slots)]
+    try:
+        r = backend.client.get("/auth/keys", headers={H: "another-wrong-key-" + "z" * 30})
+    finally:
+        for _ in taken:
+            store._bcrypt_slots.release()
+    assert r.status_code == 503 and r.headers["Retry-After"] == "1" and "busy" in r.json()["detail"]
+    assert backend.client.get("/auth/keys", headers=auth).status_code == 200  # a cached key never waits

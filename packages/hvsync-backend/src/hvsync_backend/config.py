@@ -59,8 +59,12 @@ class Settings(BaseSettings):
     bcrypt_rounds: int = Field(default=12, ge=4, le=16)
     # How long a cached verification is trusted before the key's row is re-read. Changes made through
     # this process's API apply at once regardless; this bounds how late a change made by another process
-    # (the CLI, a second worker) is seen. 0 = read the row on every request.
-    key_recheck_seconds: float = Field(default=1.0, ge=0, le=60)
+    # (the CLI, a second worker) is seen. 0 (the default) = read the row on every request (one primary-key
+    # lookup), so a revoked key stops everywhere at once.
+    key_recheck_seconds: float = Field(default=0.0, ge=0, le=60)
+    # bcrypt checks run at once per process; more wait (up to 10 s, then 503 with Retry-After), so a flood
+    # of wrong keys cannot take every core. Concurrent checks of one presented key share one result.
+    bcrypt_slots: int = Field(default=2, ge=1, le=64)
     log_level: str = "info"
 
     @field_validator("trusted_proxies", mode="before")

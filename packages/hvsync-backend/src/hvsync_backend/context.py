@@ -60,7 +60,7 @@ def build_context(settings: Settings, migrate: bool = True) -> BackendContext:
         settings=settings,
         engine=engine,
         session_factory=factory,
-        keys=KeyStore(factory, settings.bcrypt_rounds, VerificationCache()),
+        keys=KeyStore(factory, settings.bcrypt_rounds, VerificationCache(), slots=settings.bcrypt_slots),
         lockout=LockoutTracker(settings.lockout_threshold, settings.lockout_seconds),
         proxmox=ProxmoxClientPool(),
     )

@@ -5,7 +5,8 @@ candidate keys offline. A hit maps to a key id and the time the key was last con
 database. Misses (presented keys that matched nothing) are remembered together with the set of active key
 ids they were checked against, so repeating a wrong key does not buy another bcrypt scan while that set is
 unchanged, and a key added by another process is never hidden by an old miss. Every key change in this
-process clears everything.
+process clears everything and starts a new generation: a verification that began before the change cannot
+put its (now possibly revoked) result back afterwards.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ class VerificationCache:
         self._misses: dict[bytes, tuple[int, ...]] = {}
         self._lock = threading.Lock()
         self._max = max_entries
+        #: bumped by every clear(); results computed under an older generation are not stored
+        self.generation = 0
 
     def fingerprint(self, presented: str) -> bytes:
         return hmac.new(self._secret, presented.encode("utf-8"), hashlib.sha256).digest()
@@ -35,14 +38,20 @@ class VerificationCache:
     def is_known_miss(self, fingerprint: bytes, active_ids: tuple[int, ...]) -> bool:
         return self._misses.get(fingerprint) == active_ids
 
-    def put(self, fingerprint: bytes, key_id: int) -> None:
+    def put(self, fingerprint: bytes, key_id: int, generation: int | None = None) -> None:
         with self._lock:
+            if generation is not None and generation != self.generation:
+                return  # the keys changed while this result was computed
             if len(self._hits) >= self._max:
                 self._hits.clear()
             self._hits[fingerprint] = (key_id, time.monotonic())
 
-    def put_miss(self, fingerprint: bytes, active_ids: tuple[int, ...]) -> None:
+    def put_miss(
+        self, fingerprint: bytes, active_ids: tuple[int, ...], generation: int | None = None
+    ) -> None:
         with self._lock:
+            if generation is not None and generation != self.generation:
+                return
             if len(self._misses) >= self._max:
                 self._misses.clear()
             self._misses[fingerprint] = active_ids
@@ -55,6 +64,7 @@ class VerificationCache:
         with self._lock:
             self._hits.clear()
             self._misses.clear()
+            self.generation += 1
 
     def __len__(self) -> int:
         return len(self._hits)

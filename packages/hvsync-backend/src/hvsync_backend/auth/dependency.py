@@ -17,11 +17,13 @@ from fastapi.security import APIKeyHeader
 
 from hvsync_backend.auth.client_ip import client_ip
 from hvsync_backend.auth.hashing import key_problem
+from hvsync_backend.auth.keys import VerificationBusy
 from hvsync_backend.context import BackendContext
 
 API_KEY_HEADER = "X-Service-API-Key"
 INVALID_KEY = "Invalid API key"
 LOCKED_OUT = "Too many failed authentication attempts"
+VERIFY_BUSY = "Key verification is busy; retry shortly"
 NO_KEY_CONFIGURED = (
     "No API key is configured on this backend; register the first key with POST /auth/register-key"
 )
@@ -58,8 +60,9 @@ def _fast_path(context: BackendContext, ip: str, presented: str | None) -> int |
         raise _locked(left)
     if not presented:
         return None
-    cached = context.keys.cache.get(context.keys.cache.fingerprint(presented))
-    if cached is not None and time.monotonic() - cached[1] < context.settings.key_recheck_seconds:
+    window = context.settings.key_recheck_seconds
+    cached = context.keys.cache.get(context.keys.cache.fingerprint(presented)) if window > 0 else None
+    if cached is not None and time.monotonic() - cached[1] < window:
         context.lockout.record_success(ip)
         return cached[0]
     return None
@@ -75,13 +78,17 @@ def authenticate(context: BackendContext, ip: str, presented: str | None) -> int
         fingerprint = keys.cache.fingerprint(presented)
         cached = keys.cache.get(fingerprint)
         if cached is not None:
+            generation = keys.cache.generation
             if keys.is_active(cached[0]):
-                keys.cache.put(fingerprint, cached[0])
+                keys.cache.put(fingerprint, cached[0], generation)
                 context.lockout.record_success(ip)
                 return cached[0]
             keys.cache.drop(fingerprint)
         if key_problem(presented) is None:
-            key_id = keys.verify(presented)
+            try:
+                key_id = keys.verify(presented)
+            except VerificationBusy:
+                raise HTTPException(503, VERIFY_BUSY, headers={"Retry-After": "1"}) from None
             if key_id is not None:
                 context.lockout.record_success(ip)
                 return key_id

@@ -42,6 +42,14 @@ class KeyNotFound(Exception):
     pass
 
 
+class VerificationBusy(Exception):
+    """Every bcrypt slot stayed taken for VERIFY_WAIT seconds: answer 503 and let the client retry."""
+
+
+#: How long a verification waits for a bcrypt slot before the request is answered 503.
+VERIFY_WAIT = 10.0
+
+
 class LastActiveKey(Exception):
     """The change would leave the backend without any active key."""
 
@@ -59,11 +67,16 @@ class KeyView:
 
 
 class KeyStore:
-    def __init__(self, factory: sessionmaker[Session], bcrypt_rounds: int, cache: VerificationCache) -> None:
+    def __init__(
+        self, factory: sessionmaker[Session], bcrypt_rounds: int, cache: VerificationCache, slots: int = 2
+    ) -> None:
         self.session_factory = factory
         self._rounds = bcrypt_rounds
         self.cache = cache
         self._mutation_lock = threading.Lock()
+        self._bcrypt_slots = threading.BoundedSemaphore(slots)
+        self._in_flight: dict[bytes, threading.Lock] = {}
+        self._in_flight_guard = threading.Lock()
 
     # --- reads -----------------------------------------------------------------------------------------
     def has_any_key(self) -> bool:
@@ -87,6 +100,21 @@ class KeyStore:
         and a wrong key costs one per candidate, not one per stored key.
         """
         fingerprint = self.cache.fingerprint(presented)
+        with self._in_flight_guard:
+            same_key = self._in_flight.setdefault(fingerprint, threading.Lock())
+        try:
+            with same_key:  # concurrent requests with one key: the first computes, the others reuse it
+                return self._verify(presented, fingerprint)
+        finally:
+            with self._in_flight_guard:
+                if not same_key.locked():
+                    self._in_flight.pop(fingerprint, None)
+
+    def _verify(self, presented: str, fingerprint: bytes) -> int | None:
+        generation = self.cache.generation
+        cached = self.cache.get(fingerprint)
+        if cached is not None and self.is_active(cached[0]):
+            return cached[0]
         hinted = key_id_hint(presented)
         with self.session_factory() as session:
             stmt = (
@@ -100,12 +128,21 @@ class KeyStore:
             return None
         candidates = [row for row in rows if row[0] == hinted and row[2]]
         candidates += [row for row in rows if not row[2]]
-        for key_id, key_hash, _ in candidates:
-            if check_key(presented, key_hash):
-                self.cache.put(fingerprint, key_id)
-                return key_id
-        self.cache.put_miss(fingerprint, active_ids)
-        return None
+        if not candidates:
+            return None
+        if not self._bcrypt_slots.acquire(timeout=VERIFY_WAIT):
+            raise VerificationBusy
+        try:
+            match = next(
+                (key_id for key_id, key_hash, _ in candidates if check_key(presented, key_hash)), None
+            )
+        finally:
+            self._bcrypt_slots.release()
+        if match is None:
+            self.cache.put_miss(fingerprint, active_ids, generation)
+        else:
+            self.cache.put(fingerprint, match, generation)
+        return match
 
     # --- writes ----------------------------------------------------------------------------------------
     def register_bootstrap(self, raw_key: str, label: str) -> KeyView:
