@@ -2,6 +2,9 @@
 userinfo, path, query or fragment syntax are rejected; DNS names and IP values are validated; IPv6
 literals are bracketed." """
 
+import json
+from pathlib import Path
+
 import pytest
 from netbox_hvsync.rules.urls import (
     CanonicalTarget,
@@ -129,3 +132,26 @@ def test_backend_url_target_lets_the_url_port_win_and_names_the_url_field() -> N
     for text in ("²", "\u0663", "\uff18\uff10"):
         with pytest.raises(TargetError):
             parse_port(text)
+
+
+CORPUS = json.loads((Path(__file__).parents[1] / "hostile-urls.json").read_text())
+HOSTILE = [(kind, url) for kind, urls in CORPUS.items() if not kind.startswith("_") for url in urls]
+
+
+def test_the_hostile_corpus_is_big_enough() -> None:
+    assert len(HOSTILE) >= 50
+
+
+@pytest.mark.parametrize(("kind", "url"), HOSTILE)
+def test_every_hostile_url_is_refused_naming_the_field(kind: str, url: str) -> None:
+    with pytest.raises(TargetError) as info:
+        backend_url_target(url, 8800)
+    assert info.value.field == "url", (kind, url)
+    assert url.strip() not in info.value.message or len(url.strip()) < 4  # refusals do not echo the input
+
+
+def test_bare_ipv6_literals_keep_the_separate_port() -> None:
+    """`url_names_port` took the colons of "fd00::5" for a port, so the record's port was ignored."""
+    assert backend_url_target("fd00::5", 8800).base_url == "https://[fd00::5]:8800"
+    assert backend_url_target("10.0.0.5", 8800).base_url == "https://10.0.0.5:8800"
+    assert backend_url_target("[fd00::5]:9000", 8800).base_url == "https://[fd00::5]:9000"

@@ -135,8 +135,8 @@ def canonicalize_target(
     """
     if not isinstance(value, str) or not value.strip():
         raise TargetError(field, "a backend URL or IP address is required")
-    text = value.strip()
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value) or " " in text or "\\" in text:
+    text = value.strip(" ")
+    if not value.isprintable() or " " in text or "\\" in text:  # isprintable: no controls, U+2028, U+200B...
         raise TargetError(field, "must not contain whitespace, control characters or backslashes")
 
     bare_ip = canonical_ip(text) if "/" not in text else None
@@ -160,6 +160,12 @@ def canonicalize_target(
 
     if authority.count(":") > 1 and not authority.startswith("["):
         raise TargetError(field, "IPv6 addresses must be bracketed in a URL")
+    # after the host: nothing, or ":" and a port ("[fd00::1]x" and "host:" are not addresses)
+    after_host = authority.partition("]")[2] if authority.startswith("[") else authority.partition(":")[1]
+    if authority.startswith("[") and after_host and not after_host.startswith(":"):
+        raise TargetError(field, "has text after the bracketed IPv6 address")
+    if authority.endswith(":"):
+        raise TargetError(field, "has an empty port after ':'")
     try:
         parts = urlsplit(f"{scheme}://{authority}")
         url_port = parts.port
@@ -186,6 +192,8 @@ def backend_url_target(url: str, port: object | None) -> CanonicalTarget:
 
 def url_names_port(url: str) -> bool:
     """Whether the URL's authority carries a `:port` (well-formed or not); never raises."""
+    if not url.strip().startswith("[") and canonical_ip(url) is not None:
+        return False  # a bare IP literal: the colons of "fd00::5" are not a port
     rest = url.strip().partition("://")[2] if "://" in url else url.strip()
     authority = _split_authority(rest)[0]
     if authority.startswith("["):
