@@ -4,6 +4,7 @@ bootstrap status and custom-field reconcile. Every route needs the service API k
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,7 +19,9 @@ from hvsync_backend.sse.runs import Run, RunRegistry
 from hvsync_backend.sync import bootstrap
 from hvsync_backend.sync import individual as individual_sync
 from hvsync_backend.sync.framework import Stage
+from hvsync_backend.sync.leases import LeaseHeld, Leases, holding
 from hvsync_backend.sync.options import OptionError, SyncOptions
+from hvsync_backend.sync.proxmox import HvSource
 from hvsync_backend.sync.registry import FULL_UPDATE_ROUTE, STAGES
 from hvsync_backend.sync.runner import execute
 from hvsync_backend.sync.sources import load_targets
@@ -46,6 +49,17 @@ def _options(request: Request, **extra: Any) -> SyncOptions:
     if extra:
         options = SyncOptions(**{**options.__dict__, **extra})
     return options
+
+
+def leases(context: BackendContext) -> Leases:
+    return Leases(context.session_factory)
+
+
+def lease_pairs(sources: list[HvSource], stages: list[Stage], options: SyncOptions) -> list[tuple[int, str]]:
+    """What a run writes, as (hv endpoint, stage) pairs; a dry run writes nothing and holds none."""
+    if options.dry_run:
+        return []
+    return [(source.backend_id, stage.slug) for source in sources for stage in stages]
 
 
 def _signature(request: Request) -> str:
@@ -79,15 +93,28 @@ def _stream(
             }
             await emit("complete", _failed(name, options, problem))
             return
-        await execute(
-            stages,
-            name=name,
-            netbox=targets.netbox,
-            sources=targets.sources,
-            options=options,
-            emit=emit,
-            run_id=run.id,
-        )
+        try:
+            pairs = lease_pairs(targets.sources, stages, options)
+            async with holding(leases(context), run.id, pairs) as release:
+
+                async def emit_released(event: str, data: dict[str, Any]) -> None:
+                    if event == "complete":
+                        await release()  # free before the client reads `complete` and starts the next run
+                    await emit(event, data)
+
+                await execute(
+                    stages,
+                    name=name,
+                    netbox=targets.netbox,
+                    sources=targets.sources,
+                    options=options,
+                    emit=emit_released,
+                    run_id=run.id,
+                )
+        except LeaseHeld as exc:
+            await emit(
+                "complete", _failed(name, options, {"source": "backend", "status": 409, "detail": str(exc)})
+            )
 
     chunks: AsyncIterator[str] = _runs(request).stream(
         _signature(request),
@@ -171,14 +198,18 @@ async def individual(kind: str, request: Request, context: Ctx) -> JSONResponse:
     started = time.monotonic()
     if targets.netbox is None:
         return JSONResponse({"ok": False, "detail": targets.netbox_missing_reason}, status_code=409)
-    result = await execute(
-        stages,
-        name=f"individual-{kind}",
-        netbox=targets.netbox,
-        sources=targets.sources,
-        options=options,
-        emit=emit,
-    )
+    try:
+        async with holding(leases(context), uuid.uuid4().hex, lease_pairs(targets.sources, stages, options)):
+            result = await execute(
+                stages,
+                name=f"individual-{kind}",
+                netbox=targets.netbox,
+                sources=targets.sources,
+                options=options,
+                emit=emit,
+            )
+    except LeaseHeld as exc:
+        return JSONResponse({"ok": False, "detail": str(exc)}, status_code=409)
     result["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
     wanted, detail = selection.must_find
     if result["ok"] and not individual_sync.found_totals(frames).get(wanted):

@@ -79,3 +79,15 @@ class HvEndpoint(Base):
     password_enc: Mapped[str | None] = mapped_column(Text, nullable=True)
     token_value_enc: Mapped[str | None] = mapped_column(Text, nullable=True)
     updated_at: Mapped[float] = mapped_column(Float, default=time.time, onupdate=time.time, nullable=False)
+
+
+class RunLease(Base):
+    """One (Proxmox endpoint, stage) pair a writing sync run holds (`sync/leases.py`); the primary key
+    makes a second holder impossible across processes, and `expires_at` frees a crashed process's pairs."""
+
+    __tablename__ = "run_leases"
+
+    endpoint_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    stage: Mapped[str] = mapped_column(String(64), primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(64), nullable=False)
+    expires_at: Mapped[float] = mapped_column(Float, nullable=False)

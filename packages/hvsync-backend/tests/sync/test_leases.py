@@ -1,0 +1,85 @@
+"""One writing run per (hv endpoint, stage) across processes (issue 12): two jobs running one stage for one
+endpoint at once used to collide in NetBox (unique-constraint failures reported as stage failures)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hvsync_backend.db.models import RunLease
+from hvsync_backend.db.session import make_engine, make_session_factory, upgrade_to_head
+from hvsync_backend.sse.frames import parse_stream
+from hvsync_backend.sync import leases as leases_module
+from hvsync_backend.sync.leases import LeaseHeld, Leases
+from sqlalchemy import select, update
+from test_endpoints import HV, INV
+
+
+@pytest.fixture
+def two_workers(database_url):
+    """Two Leases over one database, as two backend processes would have."""
+    engine = make_engine(database_url)
+    upgrade_to_head(engine)
+    factory = make_session_factory(engine)
+    yield Leases(factory), Leases(make_session_factory(engine)), factory
+    engine.dispose()
+
+
+def test_a_held_pair_is_refused_naming_its_holder_and_nothing_is_taken(two_workers) -> None:
+    first, second, factory = two_workers
+    first.acquire("run-a", [(1, "virtual-machines"), (1, "vm-disks")])
+    with pytest.raises(LeaseHeld) as held:
+        second.acquire("run-b", [(2, "virtual-machines"), (1, "vm-disks")])
+    assert (held.value.endpoint_id, held.value.stage, held.value.run_id) == (1, "vm-disks", "run-a")
+    assert "run-a" in str(held.value)
+    with factory() as session:  # all or none: run-b took nothing, not even the free pair
+        assert session.scalars(select(RunLease.run_id)).all() == ["run-a", "run-a"]
+    second.acquire("run-c", [(2, "virtual-machines")])  # another endpoint's stage is free
+    first.release("run-a")
+    second.acquire("run-b", [(1, "vm-disks")])
+
+
+def test_a_crashed_holders_leases_expire(two_workers) -> None:
+    first, second, factory = two_workers
+    first.acquire("run-a", [(1, "devices")])
+    with factory.begin() as session:  # its process died: no renewal since LEASE_SECONDS
+        session.execute(update(RunLease).values(expires_at=time.time() - 1))
+    second.acquire("run-b", [(1, "devices")])
+    assert second.holder([(1, "devices")]) == (1, "devices", "run-b")
+
+
+def _configured(backend, auth) -> None:
+    c = backend.client
+    assert c.post("/inventory/endpoint", headers=auth, json=INV).status_code == 201
+    assert c.post("/hv/endpoints", headers=auth, json=HV).status_code == 201
+
+
+def test_a_second_run_of_a_held_stage_completes_with_409(backend, auth) -> None:
+    _configured(backend, auth)
+    hv_id = backend.client.get("/hv/endpoints", headers=auth).json()[0]["id"]
+    Leases(backend.context.session_factory).acquire("other-worker-run", [(hv_id, "devices")])
+    r = backend.client.get("/dcim/devices/create/stream", headers=auth)
+    frames = parse_stream(r.text)
+    assert frames[-1].event == "complete" and frames[-1].data["ok"] is False
+    error = frames[-1].data["error"]
+    assert error["status"] == 409 and "other-worker-run" in error["detail"] and error["source"] == "backend"
+    r = backend.client.post("/sync/individual/cluster", headers=auth)
+    assert r.status_code == 409 and "other-worker-run" in r.json()["detail"]
+
+
+def test_a_dry_run_takes_no_lease(backend, auth, monkeypatch) -> None:
+    _configured(backend, auth)
+    taken: list[list] = []
+    monkeypatch.setattr(
+        leases_module.Leases, "acquire", lambda self, run_id, pairs: taken.append(list(pairs))
+    )
+    backend.client.get("/dcim/devices/create/stream", headers=auth, params={"dry_run": "true"})
+    assert taken == [[]]
+
+
+def test_a_run_releases_its_leases_when_it_ends(backend, auth) -> None:
+    _configured(backend, auth)
+    r = backend.client.get("/dcim/devices/create/stream", headers=auth)  # NetBox is not there: it fails
+    assert parse_stream(r.text)[-1].event == "complete"
+    with backend.context.session_factory() as session:
+        assert session.scalars(select(RunLease)).all() == []
