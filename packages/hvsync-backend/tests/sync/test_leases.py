@@ -71,7 +71,7 @@ def test_a_dry_run_takes_no_lease(backend, auth, monkeypatch) -> None:
     _configured(backend, auth)
     taken: list[list] = []
     monkeypatch.setattr(
-        leases_module.Leases, "acquire", lambda self, run_id, pairs: taken.append(list(pairs))
+        leases_module.Leases, "acquire", lambda self, run_id, pairs, job="": taken.append(list(pairs))
     )
     backend.client.get("/dcim/devices/create/stream", headers=auth, params={"dry_run": "true"})
     assert taken == [[]]
@@ -83,3 +83,43 @@ def test_a_run_releases_its_leases_when_it_ends(backend, auth) -> None:
     assert parse_stream(r.text)[-1].event == "complete"
     with backend.context.session_factory() as session:
         assert session.scalars(select(RunLease)).all() == []
+
+
+async def test_a_cancel_request_from_another_worker_stops_the_run(two_workers, monkeypatch) -> None:
+    """Cancelling the NetBox job did not stop its backend run: the stage kept writing."""
+    import asyncio
+
+    from hvsync_backend.sync.leases import RunCancelled, holding
+
+    first, second, factory = two_workers
+    monkeypatch.setattr(leases_module, "CANCEL_POLL_SECONDS", 0.05)
+    reached: list[str] = []
+
+    async def run() -> None:
+        async with holding(first, "run-a", [(1, "devices")], job="job-1"):
+            reached.append("writing")
+            await asyncio.sleep(30)
+            reached.append("finished")  # never: the cancel stops it
+
+    task = asyncio.create_task(run())
+    for _ in range(500):  # until the run holds its leases and is writing
+        if reached:
+            break
+        await asyncio.sleep(0.01)
+    assert second.request_cancel("job-other") == 0
+    assert second.request_cancel("job-1") == 1
+    with pytest.raises(RunCancelled):
+        await asyncio.wait_for(task, 5)
+    assert reached == ["writing"]
+    with factory() as session:
+        assert session.scalars(select(RunLease)).all() == []  # released on the way out
+
+
+def test_cancel_route_names_the_job_field(backend, auth) -> None:
+    c = backend.client
+    assert c.post("/sync/cancel", headers=auth, params={"job": "job-1"}).json() == {"cancelled": 0}
+    for bad in ("", "a b", "x" * 65, "j\u00e9"):
+        r = c.post("/sync/cancel", headers=auth, params={"job": bad})
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["query", "job"], bad
+    r = c.get("/dcim/devices/create/stream", headers=auth, params={"job": "bad job"})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["query", "job"]

@@ -113,3 +113,22 @@ def test_sync_job_with_undecryptable_credentials_fails_by_name_with_its_sync_blo
     assert "Proxmox endpoint 'pve-a'" in job.error and "cannot be decrypted" in job.error
     block = job.data["sync"]
     assert block["errors"] == [job.error] and block["sync_types"] == ["storage"]
+
+
+def test_cancelling_a_sync_job_asks_its_backend_to_stop_the_runs(api, backend):
+    """Cancelling the NetBox job used to leave the backend run writing; the view now calls
+    POST /sync/cancel with the job's run id (the backend side is tested in test_leases.py)."""
+    from conftest import CANDIDATE
+    from core.models import Job
+    from netbox_hvsync.jobs import enqueue_sync
+    from netbox_hvsync.models import BackendEndpoint
+
+    BackendEndpoint.objects.create(name="b", url=backend, token=CANDIDATE)  # adopted (bootstraps it)
+    assert BackendEndpoint.objects.get(name="b").key_state == "adopted"
+    queued = enqueue_sync(sync_types=["storage"])
+    response = api.post(f"{API}jobs/{queued.pk}/cancel/")
+    assert response.status_code == 200, response.content
+    job = Job.objects.get(pk=queued.pk)
+    messages = [entry["message"] for entry in job.log_entries]
+    assert "backend asked to stop this job's runs (0 stage lease(s))" in messages, messages
+    assert CANDIDATE not in json.dumps(job.log_entries, default=str)

@@ -3,11 +3,13 @@ bootstrap status and custom-field reconcile. Every route needs the service API k
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from fastapi import APIRouter, Depends, Header, HTTPException, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
@@ -19,7 +21,7 @@ from hvsync_backend.sse.runs import Run, RunRegistry
 from hvsync_backend.sync import bootstrap
 from hvsync_backend.sync import individual as individual_sync
 from hvsync_backend.sync.framework import Stage
-from hvsync_backend.sync.leases import LeaseHeld, Leases, holding
+from hvsync_backend.sync.leases import LeaseHeld, Leases, RunCancelled, holding
 from hvsync_backend.sync.options import OptionError, SyncOptions
 from hvsync_backend.sync.proxmox import HvSource
 from hvsync_backend.sync.registry import FULL_UPDATE_ROUTE, STAGES
@@ -51,6 +53,38 @@ def _options(request: Request, **extra: Any) -> SyncOptions:
     return options
 
 
+_JOB = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+def _job(request: Request) -> str:
+    """The caller's job id (`job=`), by which it may cancel the run; refused unless plain and short."""
+    job = request.query_params.get("job") or ""
+    if job and not _JOB.fullmatch(job):
+        raise HTTPException(
+            422,
+            [
+                {
+                    "type": "value_error",
+                    "loc": ["query", "job"],
+                    "msg": "job must be 1-64 of A-Z a-z 0-9 _ . : -",
+                }
+            ],
+        )
+    return job
+
+
+@router.post("/sync/cancel")
+async def cancel(request: Request, context: Ctx) -> JSONResponse:
+    """Stop every running sync of the caller's job (`job=`, as given on its streams), in any backend
+    worker; the runs end within a few seconds with a `complete` saying so. 200 `{cancelled: <leases>}`
+    (0: nothing of that job is running)."""
+    job = _job(request)
+    if not job:
+        raise HTTPException(422, [{"type": "missing", "loc": ["query", "job"], "msg": "job is required"}])
+    flagged = await anyio.to_thread.run_sync(lambda: leases(context).request_cancel(job))
+    return JSONResponse({"cancelled": flagged})
+
+
 def leases(context: BackendContext) -> Leases:
     return Leases(context.session_factory)
 
@@ -75,6 +109,8 @@ def _stream(
     options: SyncOptions,
     last_event_id: str | None,
 ) -> StreamingResponse:
+    job = _job(request)  # validated before the stream starts: a 422, not a broken stream
+
     async def body(run: Run) -> None:
         async def emit(event: str, data: dict[str, Any]) -> None:
             await run.emit(event, {**data, "run_id": run.id} if event == "complete" else data)
@@ -95,7 +131,7 @@ def _stream(
             return
         try:
             pairs = lease_pairs(targets.sources, stages, options)
-            async with holding(leases(context), run.id, pairs) as release:
+            async with holding(leases(context), run.id, pairs, job) as release:
 
                 async def emit_released(event: str, data: dict[str, Any]) -> None:
                     if event == "complete":
@@ -111,7 +147,7 @@ def _stream(
                     emit=emit_released,
                     run_id=run.id,
                 )
-        except LeaseHeld as exc:
+        except (LeaseHeld, RunCancelled) as exc:
             await emit(
                 "complete", _failed(name, options, {"source": "backend", "status": 409, "detail": str(exc)})
             )

@@ -91,3 +91,6 @@ class RunLease(Base):
     stage: Mapped[str] = mapped_column(String(64), primary_key=True)
     run_id: Mapped[str] = mapped_column(String(64), nullable=False)
     expires_at: Mapped[float] = mapped_column(Float, nullable=False)
+    #: the caller's job id (the plugin's sync-job run id), by which it can cancel the run from any worker
+    job: Mapped[str] = mapped_column(String(64), default="", nullable=False)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)

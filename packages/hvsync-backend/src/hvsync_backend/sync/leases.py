@@ -6,6 +6,10 @@ stage failures, duplicates in between). A run takes every (endpoint, stage) pair
 workers and hosts sharing the database. The run renews its rows while it runs and deletes them when it
 ends; a process that dies leaves rows that expire after LEASE_SECONDS. A run asking for a pair another
 run holds is refused with the holder named. Dry runs write nothing and take no lease.
+
+A run started for a caller's job (`job=` on the stream) can be cancelled by that job id from any worker
+(`request_cancel`): the flag is set on its rows, the run's watcher sees it within CANCEL_POLL_SECONDS and
+stops the run, which ends with a `complete` saying it was cancelled.
 """
 
 from __future__ import annotations
@@ -27,6 +31,12 @@ from hvsync_backend.db.session import session_scope
 LEASE_SECONDS = 120.0
 #: How often a live run renews its leases.
 RENEW_SECONDS = 30.0
+#: How often a live run looks for a cancel request.
+CANCEL_POLL_SECONDS = 2.0
+
+
+class RunCancelled(Exception):
+    """The run's job asked to stop it (`request_cancel`)."""
 
 
 class LeaseHeld(Exception):
@@ -44,7 +54,7 @@ class Leases:
     def __init__(self, factory: sessionmaker[Session]) -> None:
         self.session_factory = factory
 
-    def acquire(self, run_id: str, pairs: Iterable[tuple[int, str]]) -> None:
+    def acquire(self, run_id: str, pairs: Iterable[tuple[int, str]], job: str = "") -> None:
         """Take every pair or none; raises LeaseHeld naming a current holder."""
         wanted = sorted(set(pairs))
         if not wanted:
@@ -58,7 +68,7 @@ class Leases:
                     )
                 )
                 session.add_all(
-                    RunLease(endpoint_id=e, stage=s, run_id=run_id, expires_at=now + LEASE_SECONDS)
+                    RunLease(endpoint_id=e, stage=s, run_id=run_id, expires_at=now + LEASE_SECONDS, job=job)
                     for e, s in wanted
                 )
                 session.flush()
@@ -85,6 +95,24 @@ class Leases:
                 .values(expires_at=time.time() + LEASE_SECONDS)
             )
 
+    def request_cancel(self, job: str) -> int:
+        """Flag every live run of `job` to stop; how many leases were flagged (0: nothing running)."""
+        with session_scope(self.session_factory) as session:
+            result = session.execute(
+                update(RunLease)
+                .where(RunLease.job == job, RunLease.expires_at >= time.time())
+                .values(cancel_requested=True)
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
+
+    def cancel_requested(self, run_id: str) -> bool:
+        with self.session_factory() as session:
+            return bool(
+                session.execute(
+                    select(RunLease.endpoint_id).where(RunLease.run_id == run_id, RunLease.cancel_requested)
+                ).first()
+            )
+
     def release(self, run_id: str) -> None:
         with session_scope(self.session_factory) as session:
             session.execute(delete(RunLease).where(RunLease.run_id == run_id))
@@ -92,31 +120,49 @@ class Leases:
 
 @asynccontextmanager
 async def holding(
-    leases: Leases, run_id: str, pairs: Iterable[tuple[int, str]]
+    leases: Leases, run_id: str, pairs: Iterable[tuple[int, str]], job: str = ""
 ) -> AsyncIterator[Callable[[], Awaitable[None]]]:
-    """Hold the pairs for the block (raises LeaseHeld before it starts), renewing them as it runs.
+    """Hold the pairs for the block (raises LeaseHeld before it starts), renewing them as it runs; a
+    cancel request for `job` stops the block with RunCancelled.
 
     Yields `release`: a run calls it before it sends its final frame, so a client that starts the next run
     the moment it reads `complete` never finds this run's leases still held."""
     wanted = list(pairs)
-    await anyio.to_thread.run_sync(lambda: leases.acquire(run_id, wanted))
+    await anyio.to_thread.run_sync(lambda: leases.acquire(run_id, wanted, job))
+    body = asyncio.current_task()
+    cancelled = False
 
-    async def renew() -> None:
+    async def watch() -> None:
+        nonlocal cancelled
+        last_renewal = time.monotonic()
         while True:
-            await asyncio.sleep(RENEW_SECONDS)
-            await anyio.to_thread.run_sync(lambda: leases.renew(run_id))
+            await asyncio.sleep(CANCEL_POLL_SECONDS if job else RENEW_SECONDS)
+            if time.monotonic() - last_renewal >= RENEW_SECONDS:
+                await anyio.to_thread.run_sync(lambda: leases.renew(run_id))
+                last_renewal = time.monotonic()
+            if job and await anyio.to_thread.run_sync(lambda: leases.cancel_requested(run_id)):
+                cancelled = True
+                if body is not None:
+                    body.cancel()
+                return
 
-    renewer = asyncio.create_task(renew())
+    watcher = asyncio.create_task(watch()) if wanted else None
     released = False
 
     async def release() -> None:
         nonlocal released
         if not released:
             released = True
-            renewer.cancel()
+            if watcher is not None:
+                watcher.cancel()
             await anyio.to_thread.run_sync(lambda: leases.release(run_id))
 
     try:
         yield release
+    except asyncio.CancelledError:
+        if not cancelled or body is None:
+            raise
+        body.uncancel()  # our own cancel: end the run normally, as cancelled
+        raise RunCancelled(f"run {run_id} was cancelled by its job") from None
     finally:
         await release()

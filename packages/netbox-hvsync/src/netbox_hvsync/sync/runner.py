@@ -283,7 +283,12 @@ class SyncRun(RunState):
         extra_params: Mapping[str, str] | None = None,
     ) -> None:
         stages = selected_stages(self.block.get("sync_types"))
-        params = {"hv_endpoint_ids": resolution.backend_ids_csv, **(extra_params or {})}
+        # `job`: the backend can then stop these runs when the job is cancelled (POST /sync/cancel)
+        params = {
+            "hv_endpoint_ids": resolution.backend_ids_csv,
+            "job": str(self.block["run_id"]),
+            **(extra_params or {}),
+        }
         runtime: dict[str, Any] = self.block["runtime"].setdefault("endpoints", {})
         records: list[StageRecord] = []
         failures: list[str] = []

@@ -21,6 +21,8 @@ def upgrade() -> None:
         sa.Column("stage", sa.String(length=64), nullable=False),
         sa.Column("run_id", sa.String(length=64), nullable=False),
         sa.Column("expires_at", sa.Float(), nullable=False),
+        sa.Column("job", sa.String(length=64), nullable=False),
+        sa.Column("cancel_requested", sa.Boolean(), nullable=False),
         sa.PrimaryKeyConstraint("endpoint_id", "stage"),
     )
 
