@@ -128,7 +128,7 @@ async def holding(
     Yields `release`: a run calls it before it sends its final frame, so a client that starts the next run
     the moment it reads `complete` never finds this run's leases still held."""
     wanted = list(pairs)
-    await anyio.to_thread.run_sync(lambda: leases.acquire(run_id, wanted, job))
+    await anyio.to_thread.run_sync(leases.acquire, run_id, wanted, job)
     body = asyncio.current_task()
     cancelled = False
 
@@ -138,9 +138,12 @@ async def holding(
         while True:
             await asyncio.sleep(CANCEL_POLL_SECONDS if job else RENEW_SECONDS)
             if time.monotonic() - last_renewal >= RENEW_SECONDS:
-                await anyio.to_thread.run_sync(lambda: leases.renew(run_id))
+                await anyio.to_thread.run_sync(leases.renew, run_id)
                 last_renewal = time.monotonic()
-            if job and await anyio.to_thread.run_sync(lambda: leases.cancel_requested(run_id)):
+            if not job:
+                continue
+            stop: bool = await anyio.to_thread.run_sync(leases.cancel_requested, run_id)
+            if stop:
                 cancelled = True
                 if body is not None:
                     body.cancel()
@@ -155,7 +158,7 @@ async def holding(
             released = True
             if watcher is not None:
                 watcher.cancel()
-            await anyio.to_thread.run_sync(lambda: leases.release(run_id))
+            await anyio.to_thread.run_sync(leases.release, run_id)
 
     try:
         yield release
