@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from core.models import Job
 from netbox_hvsync import wire
@@ -65,6 +65,8 @@ RECONCILE_ROUTES: Mapping[str, str] = reconciliation.RECONCILE_ROUTES
 #: How many `object` problem frames of one stage are copied into the job log.
 STEP_PROBLEM_LOG_LIMIT = 10
 
+Record = TypeVar("Record")
+
 
 def selected_stages(sync_types: Sequence[str] | None) -> list[str]:
     """Pipeline order is kept whatever order the types were given in; `all` or nothing selects every stage."""
@@ -115,7 +117,7 @@ class SyncRun(RunState):
                 resolved.transport.close()
 
     @staticmethod
-    def decrypted[R](record_of: Callable[[Any], R], row: Any) -> R:
+    def decrypted(record_of: Callable[[Any], Record], row: Any) -> Record:
         """A row's record with its credentials; a row whose credentials do not decrypt with the configured
         key (PLUGINS_CONFIG `encryption_key` changed) fails the job by name, before anything is sent."""
         try:
