@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 from functools import lru_cache
+from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
@@ -52,6 +53,15 @@ def encrypt(plaintext: str) -> str:
     if not plaintext:
         return ""
     return fernet().encrypt(plaintext.encode()).decode()
+
+
+def undecryptable(row: Any) -> str:
+    """What an operator reads when a row's credentials no longer decrypt (PLUGINS_CONFIG `encryption_key`,
+    or SECRET_KEY without one, changed): the row by name, what to do, never a value."""
+    return (
+        f"the stored credentials of {row._meta.verbose_name} {row.name!r} cannot be decrypted with the "
+        "configured encryption key; enter them again (or restore the previous key)"
+    )
 
 
 def decrypt(ciphertext: str) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import urlencode
 
 import django_rq
 from core.api.serializers import JobSerializer
@@ -21,18 +20,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from netbox_hvsync import models
-from netbox_hvsync.backend.resolution import resolve_backend
+from netbox_hvsync.backend.cancel import stop_backend_runs
 from netbox_hvsync.choices import SYNC_STAGES, SYNC_TYPE_ALL, SyncModeChoices
 from netbox_hvsync.jobs import enqueue_sync
-from netbox_hvsync.rules.transport import TransportError, call
 from netbox_hvsync.sync.branching import branching_installed
 from netbox_hvsync.sync.job_queries import sync_jobs
 from netbox_hvsync.sync.selected import SELECTED_TYPES, VM_TYPE, model_of
 
 logger = logging.getLogger("netbox_hvsync.api")
-
-#: Seconds the cancel view waits for the backend's answer to POST /sync/cancel.
-CANCEL_TIMEOUT = 5.0
 
 CANCELLABLE = (
     JobStatusChoices.STATUS_PENDING,
@@ -255,35 +250,6 @@ def _cancel_record(user: Any) -> logging.LogRecord:
 
 def _note(message: str) -> logging.LogRecord:
     return logging.makeLogRecord({"levelno": logging.INFO, "levelname": "INFO", "msg": message})
-
-
-def stop_backend_runs(job: Job) -> str:
-    """Best effort: ask the job's backend to stop the stage runs it started for this job (they carry the
-    job's run id as `job=`). A killed worker only closes its stream; without this the backend run would
-    go on writing. Returns a line for the job log ("" when there is nothing to ask)."""
-    sync = (job.data or {}).get("sync") or {}
-    run_id = str(sync.get("run_id") or "")
-    if not run_id:
-        return ""
-    resolved = resolve_backend(sync.get("backend_endpoint_id"))
-    if resolved is None:
-        return "backend runs not stopped: no usable backend endpoint"
-    ctx = resolved.context
-    try:
-        answer = call(
-            resolved.transport,
-            "POST",
-            ctx.url("/sync/cancel") + "?" + urlencode({"job": run_id}),
-            headers=ctx.auth_headers(),
-            timeout=CANCEL_TIMEOUT,
-        )
-    except TransportError as exc:
-        return f"backend runs not stopped: backend unreachable ({exc.kind})"
-    finally:
-        resolved.transport.close()
-    if answer.status != 200 or not isinstance(answer.body, dict):
-        return f"backend runs not stopped: backend answered HTTP {answer.status}"
-    return f"backend asked to stop this job's runs ({answer.body.get('cancelled', 0)} stage lease(s))"
 
 
 def _stop_rq_job(job: Job) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError
 from netbox_hvsync.backend.resolution import ResolvedBackend, ip_text, resolve_backend
-from netbox_hvsync.crypto import CredentialDecryptionError
+from netbox_hvsync.crypto import CredentialDecryptionError, undecryptable
 from netbox_hvsync.models import HvEndpoint, InventoryEndpoint
 from netbox_hvsync.rules.fingerprints import credential_fingerprint
 from netbox_hvsync.rules.grants import next_grant_confirmed
@@ -104,22 +104,11 @@ def record_hv_push(record: HvEndpointRecord, result: PushResult) -> None:
         logger.error("could not store the push result of hv endpoint %s: %s", record.pk, type(exc).__name__)
 
 
-def undecryptable(what: str) -> PushResult:
-    """The push that could not start: the row's credentials do not decrypt with the configured key
-    (PLUGINS_CONFIG `encryption_key` changed). Nothing was sent; the message names no secret."""
-    return PushResult(
-        False,
-        f"the {what}'s stored credentials cannot be decrypted with the configured encryption key; "
-        "enter them again (or restore the previous key)",
-        None,
-    )
-
-
 def push_inventory(resolved: ResolvedBackend, endpoint: InventoryEndpoint) -> PushResult:
     try:
         record = inventory_record(endpoint)
-    except CredentialDecryptionError:
-        return undecryptable("inventory endpoint")
+    except CredentialDecryptionError:  # nothing is sent
+        return PushResult(False, undecryptable(endpoint), None)
     result = push_inventory_endpoint(resolved.transport, resolved.context, record)
     record_inventory_push(endpoint.pk, record, result)
     return result
@@ -130,8 +119,8 @@ def push_hv(
 ) -> PushResult:
     try:
         record = hv_record(endpoint)
-    except CredentialDecryptionError:
-        return undecryptable("Proxmox endpoint")
+    except CredentialDecryptionError:  # nothing is sent
+        return PushResult(False, undecryptable(endpoint), None)
     result = push_hv_endpoint(resolved.transport, resolved.context, record, rows=rows)
     record_hv_push(record, result)
     return result

@@ -25,7 +25,7 @@ from netbox_hvsync.backend.push import (
 )
 from netbox_hvsync.backend.resolution import ResolvedBackend, backend_target, resolve_backend
 from netbox_hvsync.choices import SYNC_STAGES, SYNC_TYPE_ALL, SyncModeChoices
-from netbox_hvsync.crypto import CredentialDecryptionError
+from netbox_hvsync.crypto import CredentialDecryptionError, undecryptable
 from netbox_hvsync.models import HvEndpoint, InventoryEndpoint
 from netbox_hvsync.rules.adoption import recheck_stored_key
 from netbox_hvsync.rules.branches import BranchNotReady
@@ -123,10 +123,7 @@ class SyncRun(RunState):
         try:
             return record_of(row)
         except CredentialDecryptionError:
-            raise CredentialDecryptionError(
-                f"the stored credentials of {row._meta.verbose_name} {row.name!r} cannot be decrypted with "
-                "the configured encryption key; enter them again (or restore the previous key)"
-            ) from None
+            raise CredentialDecryptionError(undecryptable(row)) from None
 
     def pick_candidate(self, resolved: ResolvedBackend) -> ResolvedBackend:
         """Hostname first, then IP (SPEC 6.2): use the first address of the backend that answers."""
