@@ -77,6 +77,8 @@ class HvEndpointFilterSet(NetBoxModelFilterSet):
             "enabled",
             "timeout",
             "max_retries",
+            "sync_mode_vm",
+            "sync_mode_vm_template",
             "allow_template_builds",
             "template_build_grant_confirmed",
             "site",

@@ -144,6 +144,7 @@ class HvEndpointForm(SecretsFormMixin, NetBoxModelForm):
             name="Connection",
         ),
         FieldSet("username", "access_methods", "token_name", "token_value", "password", name="Credentials"),
+        FieldSet("sync_mode_vm", "sync_mode_vm_template", name="Sync modes"),
         FieldSet("allow_template_builds", name="Grants"),
         FieldSet("tags", name="Tags"),
     )
@@ -165,6 +166,8 @@ class HvEndpointForm(SecretsFormMixin, NetBoxModelForm):
             "username",
             "access_methods",
             "token_name",
+            "sync_mode_vm",
+            "sync_mode_vm_template",
             "allow_template_builds",
             "comments",
             "tags",
@@ -381,6 +384,12 @@ class HvEndpointBulkEditForm(NetBoxModelBulkEditForm):
     allow_template_builds = forms.NullBooleanField(
         required=False, widget=forms.Select(choices=BOOLEAN_WITH_BLANK_CHOICES)
     )
+    sync_mode_vm = forms.NullBooleanField(
+        required=False, label="Sync virtual machines", widget=forms.Select(choices=BOOLEAN_WITH_BLANK_CHOICES)
+    )
+    sync_mode_vm_template = forms.NullBooleanField(
+        required=False, label="Sync templates", widget=forms.Select(choices=BOOLEAN_WITH_BLANK_CHOICES)
+    )
     verify_ssl = forms.NullBooleanField(
         required=False, widget=forms.Select(choices=BOOLEAN_WITH_BLANK_CHOICES)
     )
@@ -459,7 +468,11 @@ BackendEndpointFilterForm = filter_form(
 )
 InventoryEndpointFilterForm = filter_form(models.InventoryEndpoint, enabled=_bool())
 HvEndpointFilterForm = filter_form(
-    models.HvEndpoint, enabled=_bool(), allow_template_builds=_bool("Template builds allowed")
+    models.HvEndpoint,
+    enabled=_bool(),
+    sync_mode_vm=_bool("Sync virtual machines"),
+    sync_mode_vm_template=_bool("Sync templates"),
+    allow_template_builds=_bool("Template builds allowed"),
 )
 HvClusterFilterForm = filter_form(models.HvCluster, endpoint_id=_endpoint_filter())
 HvNodeFilterForm = filter_form(models.HvNode, online=_bool())

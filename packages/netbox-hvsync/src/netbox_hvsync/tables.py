@@ -72,6 +72,8 @@ class HvEndpointTable(NetBoxTable):
     enabled = columns.BooleanColumn()
     verify_ssl = columns.BooleanColumn(verbose_name="Verify TLS")
     allow_template_builds = columns.BooleanColumn(verbose_name="Template builds")
+    sync_mode_vm = columns.BooleanColumn(verbose_name="Sync VMs")
+    sync_mode_vm_template = columns.BooleanColumn(verbose_name="Sync templates")
     template_build_grant_confirmed = columns.BooleanColumn(verbose_name="Grant confirmed")
     access_methods = columns.ArrayColumn()
     tags = columns.TagColumn(url_name="plugins:netbox_hvsync:hvendpoint_list")
@@ -93,6 +95,8 @@ class HvEndpointTable(NetBoxTable):
             "timeout",
             "max_retries",
             "retry_backoff",
+            "sync_mode_vm",
+            "sync_mode_vm_template",
             "allow_template_builds",
             "template_build_grant_confirmed",
             "site",

@@ -176,3 +176,106 @@ def test_inventory_and_hv_saves_push_after_commit(backend, django_capture_on_com
     hv.refresh_from_db()
     rows = requests.get(backend + "/hv/endpoints", headers={"X-Service-API-Key": CANDIDATE}, timeout=5).json()
     assert len(rows) == 1 and hv.template_build_grant_confirmed is False
+
+
+class Stranger(BaseHTTPRequestHandler):
+    """A host that looks like an initialized backend but holds another key: every path it is asked for
+    is recorded, so a test can prove which requests (and so which secrets) reached it."""
+
+    hits: list[str] = []
+
+    def do_GET(self) -> None:
+        self.hits.append(f"GET {self.path}")
+        answers = {
+            "/": (200, b"{}"),
+            "/health": (200, b"{}"),
+            "/auth/bootstrap-status": (200, b'{"needs_bootstrap": false}'),
+        }
+        status, body = answers.get(self.path, (401, b'{"detail": "Invalid API key"}'))
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        self.hits.append(f"POST {self.path}")
+        self.send_response(401)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_PUT = do_POST
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_retargeted_row_is_not_used_until_its_new_target_accepts_the_key(
+    backend, django_capture_on_commit_callbacks
+):
+    """SPEC 5.2.7/5.2.8: a same-key target change is used only after the new target accepts the key. Before
+    the fix the moved row stayed usable while its verification failed, and pushes sent the inventory token
+    to the unverified host."""
+    from netbox_hvsync.backend.adoption import adopt_stored_keys
+    from netbox_hvsync.backend.push import push_inventory_by_pk
+    from netbox_hvsync.backend.resolution import resolve_backend
+    from netbox_hvsync.models import BackendEndpoint, InventoryEndpoint
+
+    row = BackendEndpoint(name="b", url=backend)
+    row.token = CANDIDATE
+    row.save()
+    assert row.key_state == "adopted" and resolve_backend() is not None
+    with django_capture_on_commit_callbacks(execute=False):
+        inventory = InventoryEndpoint(name="nb", domain="netbox.example.net", port=443, token_key="abc")
+        inventory.token = "inventory-secret-token-0002"
+        inventory.save()
+
+    Stranger.hits = []
+    server = HTTPServer(("127.0.0.1", 0), Stranger)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    stranger = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            row.url = stranger
+            row.save()
+        row.refresh_from_db()
+        assert row.url == stranger and row.key_state == "failed" and row.token == CANDIDATE
+        assert resolve_backend() is None
+        assert push_inventory_by_pk(inventory.pk) is None  # nothing is pushed to it
+        reasons = adopt_stored_keys()  # a sync job's retry before its preflight
+        assert len(reasons) == 1 and "'b'" in reasons[0] and "not accepted" in reasons[0]
+        assert "HTTP 401" in reasons[0] and CANDIDATE not in reasons[0]
+        assert resolve_backend() is None
+        # only the verification sequence reached the stranger, never a push of credentials
+        assert set(Stranger.hits) == {"GET /", "GET /health", "GET /auth/bootstrap-status", "GET /auth/keys"}
+    finally:
+        server.shutdown()
+
+    # moving back re-verifies against the real backend, which accepts the key: usable again
+    with django_capture_on_commit_callbacks(execute=True):
+        row.url = backend
+        row.save()
+    row.refresh_from_db()
+    assert row.key_state == "adopted" and resolve_backend().row.pk == row.pk
+
+
+def test_saving_a_pending_row_again_retries_its_verification(backend, django_capture_on_commit_callbacks):
+    """A key that could not be verified (the backend was down when the row was saved) is retried by an
+    unchanged save, and by every sync job's preflight (adopt_stored_keys)."""
+    from netbox_hvsync.backend.adoption import adopt_stored_keys
+    from netbox_hvsync.backend.resolution import resolve_backend
+    from netbox_hvsync.models import BackendEndpoint
+
+    dead = f"http://127.0.0.1:{free_port()}"
+    with django_capture_on_commit_callbacks(execute=True):
+        row = BackendEndpoint.objects.create(name="later", url=dead)
+    row.refresh_from_db()
+    assert row.key_state == "failed" and resolve_backend() is None
+    assert "unreachable" in adopt_stored_keys()[0]
+    with django_capture_on_commit_callbacks(execute=True):
+        BackendEndpoint.objects.filter(pk=row.pk).update(url=backend)  # the operator fixed the address
+        row.refresh_from_db()
+        row.save()  # unchanged save: re-verifies
+    row.refresh_from_db()
+    assert row.key_state == "adopted" and resolve_backend().row.pk == row.pk
+    assert adopt_stored_keys() == []

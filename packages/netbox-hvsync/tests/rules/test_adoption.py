@@ -1,6 +1,7 @@
 """SPEC 5.1.8 and 5.2 "Plugin to backend key adoption (fail closed)"."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from fakes import FakeResponse, FakeTransport, refused
@@ -219,6 +220,17 @@ def test_plan_target_or_tls_change_reverifies_stored_key() -> None:
         assert plan.action is KeyPlanAction.REVERIFY_STORED and plan.network_after_commit
     enabling = plan_key_save(state(enabled=False), state(), None, proof_key=PROOF_KEY, stored_key=CANDIDATE)
     assert enabling.action is KeyPlanAction.REVERIFY_STORED
+
+
+def test_plan_saving_an_unadopted_row_again_reverifies_its_stored_key() -> None:
+    """A row whose stored key is pending or was refused is not used (resolution takes adopted rows only);
+    saving it unchanged is how an operator retries, so the save re-verifies against the persisted target."""
+    unadopted = replace(state(), adopted=False)
+    plan = plan_key_save(unadopted, state(), None, proof_key=PROOF_KEY, stored_key=CANDIDATE)
+    assert plan.action is KeyPlanAction.REVERIFY_STORED and plan.network_after_commit
+    assert not plan.network_before_persist
+    adopted = plan_key_save(state(), state(), None, proof_key=PROOF_KEY, stored_key=CANDIDATE)
+    assert adopted.action is KeyPlanAction.KEEP
 
 
 def test_plan_explicit_candidate_with_fresh_proof_skips_the_check() -> None:

@@ -68,7 +68,7 @@ def backend(**routes) -> FakeTransport:
     return t
 
 
-def run(t: FakeTransport, inventories, hvs=(), *, clock=None, selected=None, context=True):
+def run(t: FakeTransport, inventories, hvs=(), *, clock=None, selected=None, context=True, unusable=()):
     ctx = BackendContext(BASE, API_KEY, 1)
     clock = clock or Clock()
 
@@ -79,7 +79,11 @@ def run(t: FakeTransport, inventories, hvs=(), *, clock=None, selected=None, con
         t, lambda _sel: ctx if context else None, FP_KEY, health_budget=1.0, clock=clock, sleep=sleep
     )
     return run_preflight(
-        steps, inventory_endpoints=list(inventories), hv_endpoints=list(hvs), selected_backend_id=selected
+        steps,
+        inventory_endpoints=list(inventories),
+        hv_endpoints=list(hvs),
+        selected_backend_id=selected,
+        unusable=unusable,
     )
 
 
@@ -116,6 +120,16 @@ def test_b1_names_the_pinned_endpoint_and_calls_nothing() -> None:
     with pytest.raises(PreflightBlocked) as info:
         run(t, [inv()], context=False)
     assert str(info.value) == "B1: no usable backend endpoint"
+
+
+def test_b1_says_why_rows_were_passed_over() -> None:
+    """A row whose key its target did not accept is not used; the B1 message says which and why."""
+    t = backend()
+    why = "backend endpoint 'b' (id 3): its key was not accepted: GET /auth/keys: HTTP 401"
+    with pytest.raises(PreflightBlocked) as info:
+        run(t, [inv()], context=False, unusable=[why])
+    assert str(info.value) == f"B1: no usable backend endpoint; {why}"
+    assert t.calls == []
 
 
 def test_health_and_key_failures_are_warnings() -> None:

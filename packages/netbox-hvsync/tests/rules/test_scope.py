@@ -164,3 +164,27 @@ def test_call_context_threads_ids_branch_and_pin() -> None:
     bad = pin_object(SelectedObject(ObjectKind.STORAGE, 201), L, SCOPE_MAP, job.hv_endpoint_ids)
     with pytest.raises(ValueError, match="owner ambiguous"):
         job.for_object(bad)
+
+
+def test_stage_calls_group_endpoints_by_sync_modes() -> None:
+    """SPEC 4.3: the mode flags are query flags of a stage call; endpoints with different modes need
+    different calls, and an endpoint with no guest kind enabled skips the guest-only stages (4.5)."""
+    from netbox_hvsync.rules.scope import StageCall, SyncModes, stage_calls
+
+    modes = {1: SyncModes(), 2: SyncModes(vm_template=False), 3: SyncModes(False, False), 4: SyncModes()}
+    scope = {1: 11, 2: 12, 3: 13, 4: 14}
+    calls, skipped = stage_calls("vm-disks", scope, modes)
+    assert calls == [
+        StageCall(SyncModes(), {1: 11, 4: 14}),
+        StageCall(SyncModes(vm_template=False), {2: 12}),
+    ]
+    assert calls[0].backend_ids_csv == "11,14"
+    assert calls[1].modes.query == {"sync_mode_vm": "true", "sync_mode_vm_template": "false"}
+    assert skipped == [StageRecord(3, "vm-disks", ran=False, reason=MODE_DISABLED_REASON)]
+    # node-level stages run for every endpoint, each with its own modes
+    calls, skipped = stage_calls("devices", scope, modes)
+    assert skipped == [] and [c.backend_ids_csv for c in calls] == ["11,14", "12", "13"]
+    assert calls[2].modes.query == {"sync_mode_vm": "false", "sync_mode_vm_template": "false"}
+    # endpoints without recorded modes sync everything, in one call
+    calls, _ = stage_calls("virtual-machines", scope, {})
+    assert calls == [StageCall(SyncModes(), scope)]

@@ -203,6 +203,8 @@ class HvEndpointSerializer(SecretFieldsMixin, NetBoxModelSerializer):
             "timeout",
             "max_retries",
             "retry_backoff",
+            "sync_mode_vm",
+            "sync_mode_vm_template",
             "allow_template_builds",
             "template_build_grant_confirmed",
             "site",

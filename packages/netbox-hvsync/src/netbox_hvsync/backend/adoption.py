@@ -77,7 +77,7 @@ def _row_values(pk: int | None, *, lock: bool = False) -> dict[str, Any] | None:
     qs = BackendEndpoint.objects.filter(pk=pk)
     if lock:
         qs = qs.select_for_update()
-    return qs.values(*SNAPSHOT_COLUMNS).first()
+    return qs.values(*SNAPSHOT_COLUMNS, "key_state").first()
 
 
 def _snapshot(values: dict[str, Any]) -> dict[str, object]:
@@ -114,6 +114,7 @@ def _state(values: dict[str, Any] | None, instance: BackendEndpoint, target: Can
         target=prev_target,
         verify_ssl=values["verify_ssl"],
         has_key=bool(values["token_ciphertext"]),
+        adopted=values["key_state"] == KeyStateChoices.ADOPTED,
     )
 
 
@@ -219,3 +220,21 @@ def configure_after_commit(pk: int) -> AdoptionOutcome | None:
             logger.warning("backend endpoint %s auto-configuration failed: %s", pk, outcome.error)
             BackendEndpoint.objects.filter(pk=pk).update(key_state=KeyStateChoices.FAILED, key_fingerprint="")
     return outcome
+
+
+def adopt_stored_keys(selected_id: int | None = None) -> list[str]:
+    """A sync job's second chance for rows whose stored key is pending or was refused (the backend was
+    down when the row was saved, or the target changed): verify each against its persisted target now.
+    Rows stay unusable until adopted; returns why each still is not, for the job's B1 message."""
+    rows = BackendEndpoint.objects.filter(enabled=True).exclude(token_ciphertext="")
+    rows = rows.exclude(key_state=KeyStateChoices.ADOPTED).order_by("pk")
+    if selected_id is not None:
+        rows = rows.filter(pk=selected_id)
+    reasons = []
+    for pk, name in rows.values_list("pk", "name"):
+        outcome = configure_after_commit(pk)
+        if outcome is None:
+            reasons.append(f"backend endpoint {name!r} (id {pk}) has no usable target or key")
+        elif not outcome.ok:
+            reasons.append(f"backend endpoint {name!r} (id {pk}): its key was not accepted: {outcome.error}")
+    return reasons

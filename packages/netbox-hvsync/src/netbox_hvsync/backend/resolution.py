@@ -1,7 +1,7 @@
 """Which backend the plugin talks to, and how (SPEC 4.5 B1, 5.2.5, 6.2): the hub every job, push and
 page goes through to reach the backend.
 
-`resolve_backend` picks the pinned backend endpoint row, else the first enabled one holding a usable key,
+`resolve_backend` picks the pinned backend endpoint row, else the first enabled one whose key was adopted,
 canonicalizes its addresses (hostname, then IP) and binds a transport to its TLS policy. A row whose key
 cannot be decrypted or whose target does not canonicalize is never used.
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from netbox_hvsync.backend.http import STREAM_READ_TIMEOUT, RequestsTransport
+from netbox_hvsync.choices import KeyStateChoices
 from netbox_hvsync.crypto import CredentialDecryptionError
 from netbox_hvsync.models import BackendEndpoint
 from netbox_hvsync.rules.transport import BackendContext
@@ -90,12 +91,15 @@ def stream_read_timeout() -> float:
 
 
 def usable_backends(selected_id: int | None = None) -> Iterable[BackendEndpoint]:
-    qs = BackendEndpoint.objects.filter(enabled=True).exclude(token_ciphertext="").order_by("pk")
+    """Enabled rows whose stored key the target accepted (SPEC 5.2.7, 5.2.8): a pending or refused key is
+    never sent credentials, whatever its target answers later."""
+    qs = BackendEndpoint.objects.filter(enabled=True, key_state=KeyStateChoices.ADOPTED)
+    qs = qs.exclude(token_ciphertext="").order_by("pk")
     return qs.filter(pk=selected_id) if selected_id is not None else qs
 
 
 def resolve_backend(selected_id: int | None = None) -> ResolvedBackend | None:
-    """The backend a job or push talks to: the pinned row, else the first enabled one holding a key.
+    """The backend a job or push talks to: the pinned row, else the first enabled one with an adopted key.
 
     A row whose key cannot be decrypted or whose target does not canonicalize is not usable (B1)."""
     for row in usable_backends(selected_id):

@@ -210,6 +210,16 @@ class HvEndpoint(EncryptedCredentialsMixin, NetBoxModel):
     allow_template_builds = models.BooleanField(
         default=False, help_text="Narrow grant letting the backend build VM templates on this endpoint"
     )
+    sync_mode_vm = models.BooleanField(
+        default=True,
+        verbose_name="Sync virtual machines",
+        help_text="Sync this endpoint's virtual machines (with their disks, interfaces, IPs and snapshots)",
+    )
+    sync_mode_vm_template = models.BooleanField(
+        default=True,
+        verbose_name="Sync templates",
+        help_text="Sync this endpoint's VM templates as virtual machines",
+    )
     template_build_grant_confirmed = models.BooleanField(
         default=False,
         editable=False,

@@ -252,6 +252,7 @@ class BackendEndpointState:
     verify_ssl: bool
     has_key: bool = False
     proof: str | None = None
+    adopted: bool = True  # False while the stored key is pending or was refused by this target
 
 
 @dataclass(frozen=True)
@@ -300,6 +301,7 @@ def plan_key_save(
     changed = (
         previous is None
         or not previous.enabled
+        or not previous.adopted  # saving again is how an operator retries a pending or refused key
         or previous.target != new.target
         or previous.verify_ssl != new.verify_ssl
     )

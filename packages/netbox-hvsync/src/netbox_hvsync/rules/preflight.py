@@ -89,8 +89,11 @@ def run_preflight(
     hv_endpoints: Sequence[HvEndpointRecord],
     selected_backend_id: int | None = None,
     budget: PushBudget | None = None,
+    unusable: Sequence[str] = (),
 ) -> PreflightReport:
-    """Run steps 1-6; raise PreflightBlocked for B1-B6 and for duplicate hv claims."""
+    """Run steps 1-6; raise PreflightBlocked for B1-B6 and for duplicate hv claims.
+
+    `unusable`: why backend endpoint rows were passed over (a key not adopted), appended to B1."""
     budget = budget or PushBudget()
     started = steps.clock()
 
@@ -101,7 +104,8 @@ def run_preflight(
             if selected_backend_id is not None
             else ""
         )
-        raise PreflightBlocked("B1", f"no usable backend endpoint{pinned}")
+        why = "".join(f"; {reason}" for reason in unusable)
+        raise PreflightBlocked("B1", f"no usable backend endpoint{pinned}{why}")
     report = PreflightReport(context=ctx)
 
     if not steps.wait_for_health(ctx):

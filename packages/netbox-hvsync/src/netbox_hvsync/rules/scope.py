@@ -146,6 +146,58 @@ def mode_disabled_stage(endpoint_pk: int, stage: str) -> StageRecord:
     return StageRecord(endpoint_pk, stage, ran=False, reason=MODE_DISABLED_REASON)
 
 
+#: Stages whose every object belongs to a guest: an endpoint syncing neither VMs nor templates has nothing
+#: to do in them. Task history, backups of storage and the rest also hold node-level objects, so they run.
+GUEST_STAGES = frozenset({"virtual-machines", "vm-disks", "vm-snapshots", "vm-interfaces"})
+
+
+@dataclass(frozen=True)
+class SyncModes:
+    """An hv endpoint's sync modes (SPEC 4.3): which guest kinds the backend syncs for it."""
+
+    vm: bool = True
+    vm_template: bool = True
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The stage query flags; a disabled kind is always sent explicitly, an enabled one too, so the
+        backend's default never decides."""
+        return {
+            "sync_mode_vm": "true" if self.vm else "false",
+            "sync_mode_vm_template": "true" if self.vm_template else "false",
+        }
+
+
+@dataclass(frozen=True)
+class StageCall:
+    """One backend call of a stage: the endpoints sharing one pair of sync modes (the flags are query
+    parameters of the whole call, so endpoints with different modes need separate calls)."""
+
+    modes: SyncModes
+    scope_map: dict[int, int]
+
+    @property
+    def backend_ids_csv(self) -> str:
+        return ",".join(str(i) for i in sorted(set(self.scope_map.values())))
+
+
+def stage_calls(
+    stage: str, scope_map: Mapping[int, int], modes: Mapping[int, SyncModes]
+) -> tuple[list[StageCall], list[StageRecord]]:
+    """The calls one stage needs, and the endpoints it skips because their modes leave it nothing to do
+    (SPEC 4.5: recorded as skipped stages with the mode-disabled reason, not as scope errors)."""
+    groups: dict[SyncModes, dict[int, int]] = {}
+    skipped: list[StageRecord] = []
+    for pk, backend_id in sorted(scope_map.items()):
+        mode = modes.get(pk, SyncModes())
+        if stage in GUEST_STAGES and not (mode.vm or mode.vm_template):
+            skipped.append(mode_disabled_stage(pk, stage))
+            continue
+        groups.setdefault(mode, {})[pk] = backend_id
+    default_first = sorted(groups.items(), key=lambda item: (not item[0].vm, not item[0].vm_template))
+    return [StageCall(mode, group) for mode, group in default_first], skipped
+
+
 def staged_job_failure(resolution: BatchResolution, stages: Sequence[StageRecord]) -> str | None:
     """The failure a staged job ends with because of scope, or None.
 

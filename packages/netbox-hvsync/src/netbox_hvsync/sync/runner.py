@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from core.models import Job
 from netbox_hvsync import wire
+from netbox_hvsync.backend.adoption import adopt_stored_keys
 from netbox_hvsync.backend.failover import probe_candidates, run_on_candidates
 from netbox_hvsync.backend.push import (
     fingerprint_key,
@@ -37,8 +38,11 @@ from netbox_hvsync.rules.redaction import redact, sweep_text
 from netbox_hvsync.rules.scope import (
     NO_STAGE_RAN,
     ScopeError,
+    StageCall,
     StageRecord,
+    SyncModes,
     selected_scope,
+    stage_calls,
     staged_job_failure,
 )
 from netbox_hvsync.rules.stage_runner import StageRun, run_stage
@@ -76,6 +80,15 @@ def selected_stages(sync_types: Sequence[str] | None) -> list[str]:
     return [stage for stage in SYNC_STAGES if stage in wanted]
 
 
+def endpoint_sync_modes(scope_map: Mapping[int, int]) -> dict[int, SyncModes]:
+    """Each in-scope hv endpoint's sync modes, read once per job."""
+    rows = HvEndpoint.objects.filter(pk__in=list(scope_map))
+    return {
+        pk: SyncModes(vm=vm, vm_template=template)
+        for pk, vm, template in rows.values_list("pk", "sync_mode_vm", "sync_mode_vm_template")
+    }
+
+
 class SyncRun(RunState):
     """One execution of a sync job; `run()` either returns (completed) or raises SyncJobFailed."""
 
@@ -95,12 +108,13 @@ class SyncRun(RunState):
             self.secrets.extend(secrets_of(record))
         self.block["endpoints"] = {r.pk: {"name": r.name} for r in hv_records}
 
+        unadopted = adopt_stored_keys(self.block.get("backend_endpoint_id"))
         resolved = resolve_backend(self.block.get("backend_endpoint_id"))
         if resolved is not None:
             self.secrets.append(resolved.context.api_key)
             resolved = self.pick_candidate(resolved)
         try:
-            report = self.preflight(resolved, inventory_records, hv_records)
+            report = self.preflight(resolved, inventory_records, hv_records, unadopted)
             assert resolved is not None  # the preflight raises B1 otherwise
             self.block["backend_endpoint_id"] = resolved.row.pk
             if self.block.get("mode") == SyncModeChoices.SELECTED:
@@ -139,7 +153,13 @@ class SyncRun(RunState):
                 )
         return picked
 
-    def preflight(self, resolved: ResolvedBackend | None, inventory_records: list, hv_records: list) -> Any:
+    def preflight(
+        self,
+        resolved: ResolvedBackend | None,
+        inventory_records: list,
+        hv_records: list,
+        unadopted: Sequence[str] = (),
+    ) -> Any:
         started = time.monotonic()
         self.logger.info(
             "preflight: %d inventory endpoint(s), %d hv endpoint(s) in scope",
@@ -172,6 +192,7 @@ class SyncRun(RunState):
                 inventory_endpoints=inventory_records,
                 hv_endpoints=hv_records,
                 selected_backend_id=self.block.get("backend_endpoint_id"),
+                unusable=unadopted,
             )
         except PreflightBlocked as exc:
             self.block["preflight"] = {"blocked": exc.code, "duration_ms": self._ms(started)}
@@ -283,62 +304,30 @@ class SyncRun(RunState):
     ) -> None:
         stages = selected_stages(self.block.get("sync_types"))
         # `job`: the backend can then stop these runs when the job is cancelled (POST /sync/cancel)
-        params = {
-            "hv_endpoint_ids": resolution.backend_ids_csv,
-            "job": str(self.block["run_id"]),
-            **(extra_params or {}),
-        }
+        base_params = {"job": str(self.block["run_id"]), **(extra_params or {})}
+        modes = endpoint_sync_modes(resolution.scope_map)
         runtime: dict[str, Any] = self.block["runtime"].setdefault("endpoints", {})
         records: list[StageRecord] = []
         failures: list[str] = []
-        transport = resolved.transport
         for index, stage in enumerate(stages, 1):
             self.logger.info("stage %d/%d %s: started", index, len(stages), stage)
-            timer = StepTimer()
-            problems = 0
-
-            def on_step(step: dict[str, Any], timer: StepTimer = timer, stage: str = stage) -> None:
-                nonlocal problems
-                timer.see(step.get("endpoint_id"), time.monotonic())
-                if step.get("phase") == "object" and problems < STEP_PROBLEM_LOG_LIMIT:
-                    problems += 1
-                    self.logger.warning("stage %s: %s", stage, str(step.get("message") or "")[:300])
-
-            def run_one(ctx: BackendContext, stage: str = stage, on_step: Any = on_step) -> StageRun:
-                url = ctx.url(STAGE_ROUTES[stage])
-                return run_stage(
-                    stage,
-                    lambda: transport.open_stream(url, headers=ctx.auth_headers(), params=params),
-                    known_secrets=self.secrets,
-                    on_step=on_step,
-                )
-
-            stage_started = time.monotonic()
-            run, answered, tried = run_on_candidates(resolved, run_one)
-            if answered != resolved.context:
-                self.logger.warning("stage %s: switched the backend address to %s", stage, answered.base_url)
-                resolved = resolved.using(answered)
-            elapsed = self._ms(stage_started)
-            # Endpoints of one stage run concurrently in the backend: an endpoint named by the stage's
-            # frames gets its measured span, the others the stage's wall time (they were in it throughout).
-            measured = timer.durations_ms()
-            for pk, backend_id in resolution.scope_map.items():
-                slot = runtime.setdefault(str(pk), {"backend_id": backend_id, "stages_ms": {}})
-                slot["stages_ms"][stage] = measured.get(backend_id, elapsed)
-            entry = self._stage_entry(run, elapsed)
-            if tried:
-                entry["candidates"] = tried
-            self.block["stages"].append(entry)
-            records.extend(StageRecord(pk, stage, ran=True) for pk in resolution.scope_map)
-            if run.ok:
-                s = (run.complete or {}).get("summary") or {}
+            calls, skipped = stage_calls(stage, resolution.scope_map, modes)
+            records.extend(skipped)
+            for record in skipped:
                 self.logger.info(
-                    "stage %s: ok in %d ms (created %s, updated %s, unchanged %s, deleted %s, failed %s)",
-                    stage,
-                    elapsed,
-                    *(s.get(k, 0) for k in ("created", "updated", "unchanged", "deleted", "failed")),
+                    "stage %s: hv endpoint %s skipped (%s)", stage, record.endpoint_pk, record.reason
                 )
-            else:
+            stop = False
+            for call in calls:
+                params = {"hv_endpoint_ids": call.backend_ids_csv, **call.modes.query, **base_params}
+                run, entry, resolved = self._stage_call(resolved, stage, call, params, runtime)
+                if len(calls) > 1 or call.modes != SyncModes():
+                    entry["hv_endpoints"] = sorted(call.scope_map)
+                    entry["sync_modes"] = {"vm": call.modes.vm, "vm_template": call.modes.vm_template}
+                self.block["stages"].append(entry)
+                records.extend(StageRecord(pk, stage, ran=True) for pk in call.scope_map)
+                if run.ok:
+                    continue
                 failures.append(run.message)
                 self.logger.error("stage %s failed: %s", stage, run.message)
                 if run.advisory:
@@ -346,20 +335,22 @@ class SyncRun(RunState):
                 if run.recheck_key:
                     self._recheck_key(resolved, entry)
                 if run.failure_payload and run.failure_payload.get("failure_kind") != APPLICATION:
-                    skipped = stages[index:]
-                    if skipped:
-                        self.block["skipped_stages"] = skipped
+                    skipped_stages = stages[index:]
+                    if skipped_stages:
+                        self.block["skipped_stages"] = skipped_stages
                         self.logger.warning(
                             "stopping: the backend did not answer stage %s; not run: %s",
                             stage,
-                            ", ".join(skipped),
+                            ", ".join(skipped_stages),
                         )
-                    self.save()
+                    stop = True
                     break
                 if run.status == 401:
-                    self.save()
+                    stop = True
                     break
             self.save()
+            if stop:
+                break
         self.block["runtime"]["total_ms"] = self._ms(self.started)
         scope_failure = staged_job_failure(resolution, records)
         if failures:
@@ -373,6 +364,61 @@ class SyncRun(RunState):
             "sync finished: %d stage(s) ran in %d ms", len(stages), self.block["runtime"]["total_ms"]
         )
         self.save()
+
+    def _stage_call(
+        self,
+        resolved: ResolvedBackend,
+        stage: str,
+        call: StageCall,
+        params: Mapping[str, str],
+        runtime: dict[str, Any],
+    ) -> tuple[StageRun, dict[str, Any], ResolvedBackend]:
+        """One stream of one stage for the endpoints of `call`, on the first backend address that answers;
+        records each endpoint's time and returns the run, its job-data entry and the address now in use."""
+        timer = StepTimer()
+        problems = 0
+        transport = resolved.transport
+
+        def on_step(step: dict[str, Any]) -> None:
+            nonlocal problems
+            timer.see(step.get("endpoint_id"), time.monotonic())
+            if step.get("phase") == "object" and problems < STEP_PROBLEM_LOG_LIMIT:
+                problems += 1
+                self.logger.warning("stage %s: %s", stage, str(step.get("message") or "")[:300])
+
+        def run_one(ctx: BackendContext) -> StageRun:
+            url = ctx.url(STAGE_ROUTES[stage])
+            return run_stage(
+                stage,
+                lambda: transport.open_stream(url, headers=ctx.auth_headers(), params=dict(params)),
+                known_secrets=self.secrets,
+                on_step=on_step,
+            )
+
+        stage_started = time.monotonic()
+        run, answered, tried = run_on_candidates(resolved, run_one)
+        if answered != resolved.context:
+            self.logger.warning("stage %s: switched the backend address to %s", stage, answered.base_url)
+            resolved = resolved.using(answered)
+        elapsed = self._ms(stage_started)
+        # Endpoints of one stage run concurrently in the backend: an endpoint named by the stage's
+        # frames gets its measured span, the others the stage's wall time (they were in it throughout).
+        measured = timer.durations_ms()
+        for pk, backend_id in call.scope_map.items():
+            slot = runtime.setdefault(str(pk), {"backend_id": backend_id, "stages_ms": {}})
+            slot["stages_ms"][stage] = measured.get(backend_id, elapsed)
+        entry = self._stage_entry(run, elapsed)
+        if tried:
+            entry["candidates"] = tried
+        if run.ok:
+            s = (run.complete or {}).get("summary") or {}
+            self.logger.info(
+                "stage %s: ok in %d ms (created %s, updated %s, unchanged %s, deleted %s, failed %s)",
+                stage,
+                elapsed,
+                *(s.get(k, 0) for k in ("created", "updated", "unchanged", "deleted", "failed")),
+            )
+        return run, entry, resolved
 
     def selected_objects(self, resolved: ResolvedBackend, hv_records: list, hint: str) -> None:
         """SPEC 4.5 "Selected-objects job": scope right after the preflight, then one pinned

@@ -231,6 +231,8 @@ MODEL_UIS: tuple[ModelUI, ...] = (
             "timeout",
             "max_retries",
             "retry_backoff",
+            "sync_mode_vm",
+            "sync_mode_vm_template",
             "allow_template_builds",
             "template_build_grant_confirmed",
             "backend_id",
