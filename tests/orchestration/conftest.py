@@ -60,6 +60,9 @@ class NetBox:
     version: str = ""
     admin_user: str = "admin"
     admin_password: str = "admin"
+    #: the instance's database and name (tools/netbox_instance.py), for the secret sweep
+    db: str = ""
+    instance: str = ""
 
     def client(self) -> httpx.Client:
         return httpx.Client(
@@ -113,6 +116,11 @@ class NetBox:
         raise AssertionError(f"job {job['id']} did not finish within {timeout}s: {row['status']}")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The secret sweep reads what every other test left behind, so it runs last."""
+    items.sort(key=lambda item: item.module is not None and item.module.__name__ == "test_secret_sweep")
+
+
 @pytest.fixture(scope="session")
 def netbox() -> Iterator[NetBox]:
     given = os.environ.get("HVSYNC_NETBOX_ENV")
@@ -133,6 +141,8 @@ def netbox() -> Iterator[NetBox]:
             env.get("NETBOX_VERSION", ""),
             env.get("NETBOX_ADMIN_USER", "admin"),
             env.get("NETBOX_ADMIN_PASSWORD", "admin"),
+            env.get("NETBOX_DB", ""),
+            env.get("NETBOX_INSTANCE", ""),
         )
     finally:
         if not given and not os.environ.get("HVSYNC_ORCH_KEEP"):

@@ -1,8 +1,9 @@
 """A fault-injecting HTTP proxy in front of the real backend, for whole-system fault tests.
 
-Requests pass through to the backend unchanged (SSE streams chunk by chunk) unless a fault is set for
-the path. Faults are what a broken network or a broken backend does: a status with a body, a redirect,
-a stream that ends without `complete`, an unparseable `complete`, a hang. Every request is recorded, so
+Requests pass through to the upstream (the backend, or NetBox for the backend's writes) unchanged (SSE
+streams chunk by chunk) unless a fault is set for the path. Faults are what a broken network or a broken
+server does: a status with a body, a redirect, a stream that ends without `complete`, an unparseable
+`complete`, a hang, a dropped connection, or a request that reached the server whose answer was lost. Every request is recorded, so
 tests can assert which calls the plugin made (and with which headers).
 """
 
@@ -22,13 +23,16 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length",
 
 @dataclass
 class Fault:
-    kind: str  # status | redirect | no_complete | bad_complete | hang | stall | drop
+    kind: str  # status | redirect | no_complete | bad_complete | hang | stall | drop | lost_answer
     status: int = 200
     body: Any = None
     raw: str | None = None
     seconds: float = 0.0
     times: int | None = None  # None: every time
     host: str | None = None  # only requests naming this host in `Host:` (None: any host)
+    after: int = 0  # let this many matching requests through first (a server that fails mid-run)
+    then_down: bool = False  # after injecting, drop every later request until clear() (the server died)
+    method: str | None = None  # only requests with this method (None: any)
 
 
 @dataclass
@@ -45,6 +49,8 @@ class FaultProxy:
     faults: dict[str, Fault] = field(default_factory=dict)
     hits: list[Hit] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    down: bool = False
 
     @property
     def url(self) -> str:
@@ -56,6 +62,7 @@ class FaultProxy:
 
     def clear(self) -> None:
         self.faults.clear()
+        self.down = False
         self.hits.clear()
 
     def set_for_host(self, host: str, path_prefix: str, fault: Fault) -> None:
@@ -63,13 +70,18 @@ class FaultProxy:
         fault.host = host
         self.faults[f"{host} {path_prefix}"] = fault
 
-    def fault_for(self, path: str, host: str = "") -> Fault | None:
+    def fault_for(self, path: str, host: str = "", method: str = "GET") -> Fault | None:
         hostname = host.rsplit(":", 1)[0] if host else ""
         for key, fault in self.faults.items():
             prefix = key.split(" ", 1)[1] if fault.host is not None else key
             if fault.host is not None and fault.host != hostname:
                 continue
             if path.split("?", 1)[0].startswith(prefix):
+                if fault.method is not None and fault.method != method:
+                    continue
+                if fault.after > 0:
+                    fault.after -= 1
+                    continue
                 if fault.times is not None:
                     if fault.times <= 0:
                         continue
@@ -91,9 +103,18 @@ class FaultProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 proxy.hits.append(Hit(self.command, self.path, dict(self.headers), body))
-                fault = proxy.fault_for(self.path, self.headers.get("Host", ""))
+                with proxy.lock:  # `after` and `times` count across concurrent requests
+                    fault = (
+                        Fault("drop")
+                        if proxy.down
+                        else proxy.fault_for(self.path, self.headers.get("Host", ""), self.command)
+                    )
+                    if fault is not None and fault.then_down:
+                        proxy.down = True
                 if fault is None:
                     self._forward(body)
+                elif fault.kind == "lost_answer":  # the server did the work; the answer never came
+                    self._forward(body, answer=False)
                 else:
                     self._inject(fault)
 
@@ -147,7 +168,7 @@ class FaultProxy:
                     raise ValueError(fault.kind)
                 self._send(200, text.encode(), "text/event-stream")
 
-            def _forward(self, body: bytes) -> None:
+            def _forward(self, body: bytes, answer: bool = True) -> None:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP | {"host"}}
                 try:
                     upstream = requests.request(
@@ -161,6 +182,10 @@ class FaultProxy:
                     )
                 except requests.RequestException:
                     self._send(502, b"<html>bad gateway</html>", "text/html")
+                    return
+                if not answer:
+                    upstream.close()
+                    self.close_connection = True
                     return
                 self.send_response(upstream.status_code)
                 for k, v in upstream.headers.items():

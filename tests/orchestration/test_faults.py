@@ -147,13 +147,17 @@ def test_tls_failure_is_transport_and_keeps_the_stored_key(
     tls_url = faults.url.replace("http://", "https://")
     moved = netbox.patch(path, {"backend_url": tls_url})
     try:
-        # re-targeting re-verifies the stored key after commit; the TLS handshake fails, the key stays
+        # re-targeting re-verifies the stored key after commit; the TLS handshake fails, the key stays,
+        # and the row is not used until its target accepts the key (the job retries, then blocks: B1)
         assert moved["backend_url"] == tls_url
         row = netbox.get(path)
         assert row["key_state"]["value"] == "failed" and row["has_token"] is True
+        faults.hits.clear()
         job = run_devices(netbox)
         assert job["status"]["value"] == "failed"
-        assert job["error"].startswith("Preflight blocked the sync: B5:") and "(tls)" in job["error"]
+        assert job["error"].startswith("Preflight blocked the sync: B1: no usable backend endpoint; ")
+        assert "its key was not accepted" in job["error"] and "(tls)" in job["error"], job["error"]
+        assert not [h for h in faults.hits if h.path.startswith(("/inventory", "/hv/"))]  # no credentials
         assert_no_secrets(job, plugin.planted)
     finally:
         restored = netbox.patch(path, {"backend_url": faults.url})

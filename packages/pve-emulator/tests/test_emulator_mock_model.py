@@ -195,3 +195,28 @@ def test_groups_realms_and_cluster_nodes(api: httpx.Client) -> None:
     assert _data(api.get("/access/users/auditor@pve"))["groups"] == ["auditors"]
     assert {d["realm"] for d in _data(api.get("/access/domains"))} == {"pam", "pve"}
     assert [n["node"] for n in _data(api.get("/cluster/config/nodes"))] == ["pve1", "pve2", "pve3"]
+
+
+def test_an_offline_node_answers_595_and_its_guests_show_unknown(
+    fresh: EmulatorHandle, api: httpx.Client
+) -> None:
+    """As on a real cluster: calls the node answers itself fail with 595 while it is down (pveproxy cannot
+    forward them); cluster-wide views still list it (offline) and its guests (status unknown)."""
+    guests = [g for g in _data(api.get("/cluster/resources", params={"type": "vm"})) if g["node"] == "pve2"]
+    assert guests and all(g["status"] != "unknown" for g in guests)
+    fresh.state.set_node_online("pve2", False)
+    try:
+        down = api.get(f"/nodes/pve2/{guests[0]['type']}/{guests[0]['vmid']}/config")
+        assert down.status_code == 595 and "offline" in down.reason_phrase + down.text
+        assert api.get("/nodes/pve2/network").status_code == 595
+        assert api.get("/nodes/pve1/network").status_code == 200  # the other nodes answer
+        nodes = {n["node"]: n["status"] for n in _data(api.get("/nodes"))}
+        assert nodes["pve2"] == "offline" and nodes["pve1"] == "online"
+        listed = [
+            g for g in _data(api.get("/cluster/resources", params={"type": "vm"})) if g["node"] == "pve2"
+        ]
+        assert [g["vmid"] for g in listed] == [g["vmid"] for g in guests]
+        assert {g["status"] for g in listed} == {"unknown"}
+    finally:
+        fresh.state.set_node_online("pve2", True)
+    assert api.get("/nodes/pve2/network").status_code == 200

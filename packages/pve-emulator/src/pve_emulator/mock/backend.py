@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 from pve_emulator.auth import Identity
+from pve_emulator.errors import ApiError
 from pve_emulator.mock import access, cluster, guests, network, storage  # noqa: F401  (register handlers)
 from pve_emulator.mock.generic import GenericHandler
 from pve_emulator.mock.registry import HANDLERS, Call
@@ -80,4 +81,18 @@ class MockBackend:
         """Run one operation on the model; handlers raise ApiError for client-visible failures."""
         handler = self.handlers.get(op.key, self._generic)
         with self._lock:
+            refuse_offline_node(self.state, op, params)
             return handler(Call(op=op, params=params, identity=identity, state=self.state))
+
+
+#: Calls under /nodes/{node} that the node answers itself: pveproxy forwards them to it, and when the node
+#: is down (`NodeRecord.online` false) the forward fails with HTTP 595, as on a real cluster.
+NODE_PREFIX = "/nodes/{node}/"
+
+
+def refuse_offline_node(state: ClusterState, op: Operation, params: dict[str, Any]) -> None:
+    if not op.path.startswith(NODE_PREFIX):
+        return
+    node = state.nodes.get(str(params.get("node") or ""))
+    if node is not None and not node.online:
+        raise ApiError(595, f"no route to host (node '{node.name}' is offline)")

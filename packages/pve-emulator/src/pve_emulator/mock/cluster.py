@@ -146,6 +146,11 @@ def node_version(call: Call) -> dict[str, Any]:
     return dict(PVE_VERSION)
 
 
+def _node_online(state: Any, name: str) -> bool:
+    node = state.nodes.get(name)
+    return node is None or node.online
+
+
 @route("GET", "/cluster/resources")
 def cluster_resources(call: Call) -> list[dict[str, Any]]:
     state, kind = call.state, call.get("type")
@@ -174,7 +179,8 @@ def cluster_resources(call: Call) -> list[dict[str, Any]]:
                 "vmid": guest.vmid,
                 "node": guest.node,
                 "name": guest.name,
-                "status": guest.status,
+                # a guest of a node that is down: the cluster knows it exists, not what it is doing
+                "status": guest.status if _node_online(state, guest.node) else "unknown",
                 "template": int(guest.is_template),
                 "hastate": None,
                 **{

@@ -156,6 +156,13 @@ class ClusterState:
     def bump(self) -> None:
         self.revision += 1
 
+    def set_node_online(self, name: str, online: bool) -> None:
+        """Power a node off or on (tests): its own calls then answer 595 and its guests show `unknown`."""
+        self.nodes[name].online = online
+        if online:
+            self.nodes[name].started = time.time()
+        self.bump()
+
     def next_pid(self) -> int:
         self._pid += 1
         return self._pid
