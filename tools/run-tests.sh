@@ -65,7 +65,9 @@ if [ -n "$MATRIX" ]; then
   fi
   for v in $MATRIX; do
     echo "== NetBox $v: migrate with the plugin, the plugin's tests in NetBox's venv"
-    NETBOX_VERSION=$v "${TOOL[@]}" pytest $PYTEST_ARGS packages/netbox-hvsync/tests/netbox || status=1
+    # the REST fuzz run (minutes) runs once, on the default release: the plugin's input handling is the same
+    NETBOX_VERSION=$v "${TOOL[@]}" pytest $PYTEST_ARGS packages/netbox-hvsync/tests/netbox \
+      --ignore=packages/netbox-hvsync/tests/netbox/test_rest_fuzz.py || status=1
     echo "== NetBox $v: full sync of the demo cluster through the plugin"
     if NETBOX_VERSION=$v "${TOOL[@]}" up --name test --fresh; then
       .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS "${RELEASE_TESTS[@]}" || status=1

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import django_filters
 from dcim.models import Device, Site
+from django import forms
+from django.core.exceptions import FieldDoesNotExist, ValidationError
+from django.db import models as db_models
 from django.db.models import Q, QuerySet
 from ipam.models import IPAddress
 from netbox.filtersets import BaseFilterSet, NetBoxModelFilterSet
@@ -23,6 +28,74 @@ from netbox_hvsync.choices import (
 )
 
 
+class StorableLookups:
+    """Filter values the database can compare, else a 400 naming the filter, never a 500 (both found by
+    the REST fuzz run, in lookups NetBox generates for every field):
+    - `null` is NULL where NULL can be compared (exact matches and their negation) and plain text for every
+      other lookup: NetBox turns it into None for all of them, and a regex or partial match against None is
+      a server error in Django (`status__regex=null` answered 500);
+    - a date-time must carry a UTC offset PostgreSQL accepts (at most 15:59 either way; Python allows up to
+      23:59, and `created=...+18:23` answered 500)."""
+
+    NULL_AWARE = frozenset({"exact", "iexact", "in", "isnull"})
+    TEXT_LOOKUPS = frozenset(
+        {
+            "icontains",
+            "iexact",
+            "istartswith",
+            "iendswith",
+            "contains",
+            "startswith",
+            "endswith",
+            "regex",
+            "iregex",
+        }
+    )
+
+    @classmethod
+    def get_filters(cls) -> dict[str, django_filters.Filter]:
+        filters = super().get_filters()  # type: ignore[misc]
+        for name in [n for n, item in filters.items() if cls._text_lookup_on_a_number(n, item)]:
+            del filters[name]
+        for item in filters.values():
+            if getattr(item, "null_value", None) is not None and item.lookup_expr not in cls.NULL_AWARE:
+                item.null_value = _NEVER_NULL
+            if issubclass(getattr(item, "field_class", object), forms.DateTimeField):
+                item.extra.setdefault("validators", []).append(storable_offset)
+        return filters
+
+    @classmethod
+    def _text_lookup_on_a_number(cls, name: str, item: django_filters.Filter) -> bool:
+        """NetBox gives a number field with choices (`token_version`) the text lookups of a choice field;
+        PostgreSQL cannot run them (`text ~ bigint`: a 500). Such a field keeps its exact and `__n` filters."""
+        if "__" not in name or item.lookup_expr not in cls.TEXT_LOOKUPS:
+            return False
+        model = getattr(getattr(cls, "_meta", None), "model", None)
+        try:
+            field = model._meta.get_field(item.field_name) if model is not None else None
+        except FieldDoesNotExist:
+            return False
+        return isinstance(field, (db_models.IntegerField, db_models.FloatField, db_models.DecimalField))
+
+
+_NEVER_NULL = object()  # a null_value no query string can equal
+MAX_UTC_OFFSET = timedelta(hours=15, minutes=59)
+
+
+def storable_offset(value: object) -> None:
+    offset = value.utcoffset() if isinstance(value, datetime) else None
+    if offset is not None and abs(offset) > MAX_UTC_OFFSET:
+        raise ValidationError("The UTC offset must be between -15:59 and +15:59.")
+
+
+class HvsyncModelFilterSet(StorableLookups, NetBoxModelFilterSet):
+    """Base of the plugin's model filter sets."""
+
+
+class HvsyncFilterSet(StorableLookups, BaseFilterSet):
+    """Base of the sidecar filter sets (no tags or custom fields)."""
+
+
 def _related(model: type, field_name: str, label: str) -> django_filters.ModelMultipleChoiceFilter:
     return django_filters.ModelMultipleChoiceFilter(
         field_name=field_name, queryset=model.objects.all(), distinct=False, label=label
@@ -39,7 +112,7 @@ def _search(queryset: QuerySet, value: str, *lookups: str) -> QuerySet:
     return queryset.filter(condition)
 
 
-class BackendEndpointFilterSet(NetBoxModelFilterSet):
+class BackendEndpointFilterSet(HvsyncModelFilterSet):
     key_state = django_filters.MultipleChoiceFilter(choices=KeyStateChoices, distinct=False)
 
     class Meta:
@@ -50,7 +123,7 @@ class BackendEndpointFilterSet(NetBoxModelFilterSet):
         return _search(queryset, value, "name", "url", "comments")
 
 
-class InventoryEndpointFilterSet(NetBoxModelFilterSet):
+class InventoryEndpointFilterSet(HvsyncModelFilterSet):
     class Meta:
         model = models.InventoryEndpoint
         fields = ("id", "name", "domain", "port", "token_version", "verify_ssl", "enabled")
@@ -59,7 +132,7 @@ class InventoryEndpointFilterSet(NetBoxModelFilterSet):
         return _search(queryset, value, "name", "domain", "comments")
 
 
-class HvEndpointFilterSet(NetBoxModelFilterSet):
+class HvEndpointFilterSet(HvsyncModelFilterSet):
     site_id = _related(Site, "site", "Site (ID)")
     tenant_id = _related(Tenant, "tenant", "Tenant (ID)")
     ip_address_id = _related(IPAddress, "ip_address", "IP address (ID)")
@@ -90,7 +163,7 @@ class HvEndpointFilterSet(NetBoxModelFilterSet):
         return _search(queryset, value, "name", "domain", "username", "comments")
 
 
-class HvClusterFilterSet(NetBoxModelFilterSet):
+class HvClusterFilterSet(HvsyncModelFilterSet):
     endpoint_id = _related(models.HvEndpoint, "endpoint", "Proxmox endpoint (ID)")
     cluster_id = _related(Cluster, "cluster", "NetBox cluster (ID)")
 
@@ -102,7 +175,7 @@ class HvClusterFilterSet(NetBoxModelFilterSet):
         return _search(queryset, value, "name", "cluster__name")
 
 
-class HvNodeFilterSet(NetBoxModelFilterSet):
+class HvNodeFilterSet(HvsyncModelFilterSet):
     cluster_id = _related(models.HvCluster, "cluster", "Proxmox cluster (ID)")
     endpoint_id = _related(models.HvEndpoint, "cluster__endpoint", "Proxmox endpoint (ID)")
     device_id = _related(Device, "device", "Device (ID)")
@@ -115,7 +188,7 @@ class HvNodeFilterSet(NetBoxModelFilterSet):
         return _search(queryset, value, "name", "device__name")
 
 
-class HvStorageFilterSet(NetBoxModelFilterSet):
+class HvStorageFilterSet(HvsyncModelFilterSet):
     cluster_id = _related(models.HvCluster, "cluster", "Proxmox cluster (ID)")
     endpoint_id = _related(models.HvEndpoint, "cluster__endpoint", "Proxmox endpoint (ID)")
     node_id = _related(models.HvNode, "nodes", "Proxmox node (ID)")
@@ -128,7 +201,7 @@ class HvStorageFilterSet(NetBoxModelFilterSet):
         return _search(queryset, value, "name", "storage_type")
 
 
-class HvBackupFilterSet(NetBoxModelFilterSet):
+class HvBackupFilterSet(HvsyncModelFilterSet):
     storage_id = _related(models.HvStorage, "storage", "Proxmox storage (ID)")
     virtual_machine_id = _related(VirtualMachine, "virtual_machine", "Virtual machine (ID)")
     verification_state = django_filters.MultipleChoiceFilter(
@@ -143,7 +216,7 @@ class HvBackupFilterSet(NetBoxModelFilterSet):
         return _search(queryset, value, "volid", "notes", "virtual_machine__name")
 
 
-class HvSnapshotFilterSet(NetBoxModelFilterSet):
+class HvSnapshotFilterSet(HvsyncModelFilterSet):
     virtual_machine_id = _related(VirtualMachine, "virtual_machine", "Virtual machine (ID)")
 
     class Meta:
@@ -154,7 +227,7 @@ class HvSnapshotFilterSet(NetBoxModelFilterSet):
         return _search(queryset, value, "name", "description", "virtual_machine__name")
 
 
-class HvTaskHistoryFilterSet(NetBoxModelFilterSet):
+class HvTaskHistoryFilterSet(HvsyncModelFilterSet):
     endpoint_id = _related(models.HvEndpoint, "endpoint", "Proxmox endpoint (ID)")
     node_id = _related(models.HvNode, "node", "Proxmox node (ID)")
     virtual_machine_id = _related(VirtualMachine, "virtual_machine", "Virtual machine (ID)")
@@ -179,7 +252,7 @@ class HvTaskHistoryFilterSet(NetBoxModelFilterSet):
         return _search(queryset, value, "upid", "task_type", "user", "status")
 
 
-class BackupRoutineFilterSet(NetBoxModelFilterSet):
+class BackupRoutineFilterSet(HvsyncModelFilterSet):
     """SPEC 4.4: id, endpoint, job_id, enabled, node, storage, status, keep_*; node_id, storage_id; q."""
 
     endpoint_id = _related(models.HvEndpoint, "endpoint", "Proxmox endpoint (ID)")
@@ -211,7 +284,7 @@ class BackupRoutineFilterSet(NetBoxModelFilterSet):
         return _search(queryset, value, "job_id", "comment")
 
 
-class ReplicationFilterSet(NetBoxModelFilterSet):
+class ReplicationFilterSet(HvsyncModelFilterSet):
     """SPEC 4.4: every listed field, virtual_machine_id, and q over id, VM name, target, comment, source."""
 
     endpoint_id = _related(models.HvEndpoint, "endpoint", "Proxmox endpoint (ID)")
@@ -249,7 +322,7 @@ class ReplicationFilterSet(NetBoxModelFilterSet):
         )
 
 
-class DeletionRequestFilterSet(NetBoxModelFilterSet):
+class DeletionRequestFilterSet(HvsyncModelFilterSet):
     status = django_filters.MultipleChoiceFilter(choices=DeletionRequestStatusChoices, distinct=False)
     endpoint_id = _related(models.HvEndpoint, "endpoint", "Proxmox endpoint (ID)")
 
@@ -261,7 +334,7 @@ class DeletionRequestFilterSet(NetBoxModelFilterSet):
         return _search(queryset, value, "object_repr", "reason")
 
 
-class ApplyJobFilterSet(NetBoxModelFilterSet):
+class ApplyJobFilterSet(HvsyncModelFilterSet):
     status = django_filters.MultipleChoiceFilter(choices=ApplyJobStatusChoices, distinct=False)
     endpoint_id = _related(models.HvEndpoint, "endpoint", "Proxmox endpoint (ID)")
 
@@ -278,7 +351,7 @@ class ApplyJobFilterSet(NetBoxModelFilterSet):
 #
 
 
-class SyncedObjectFilterSet(BaseFilterSet):
+class SyncedObjectFilterSet(HvsyncFilterSet):
     q = django_filters.CharFilter(method="search", label="Search")
     endpoint_id = _related(models.HvEndpoint, "endpoint", "Proxmox endpoint (ID)")
     search_fields: tuple[str, ...] = ()

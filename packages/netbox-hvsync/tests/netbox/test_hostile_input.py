@@ -132,3 +132,63 @@ def test_cancelling_a_sync_job_asks_its_backend_to_stop_the_runs(api, backend):
     messages = [entry["message"] for entry in job.log_entries]
     assert "backend asked to stop this job's runs (0 stage lease(s))" in messages, messages
     assert CANDIDATE not in json.dumps(job.log_entries, default=str)
+
+
+def test_null_in_a_partial_or_regex_lookup_is_text_not_a_server_error(api):
+    """Found by the REST fuzz run: `status__regex=null` was a 500 (NetBox turns `null` into None for every
+    lookup). `null` is NULL for exact matches and plain text elsewhere."""
+    from netbox_hvsync.models import BackendEndpoint
+
+    BackendEndpoint.objects.create(name="null-check", url="https://null.example.net", enabled=False)
+    for query in ("status__regex=null", "status__ic=null", "status__nisw=null", "name__regex=null"):
+        answer = api.get(f"{API}apply-jobs/?{query}")
+        assert answer.status_code == 200, (query, answer.content[:300])
+    assert api.get(f"{API}backend-endpoints/?name__ic=null").json()["count"] == 1  # text: matches the name
+    assert api.get(f"{API}backend-endpoints/?name__regex=^null-").json()["count"] == 1
+    assert api.get(f"{API}backend-endpoints/?name=null").json()["count"] == 0  # exact: NULL, not text
+
+
+def test_a_date_time_filter_with_an_offset_postgresql_refuses_is_a_400(api):
+    """Found by the REST fuzz run: `created=...+18:23` reached PostgreSQL and answered 500."""
+    answer = api.get(f"{API}apply-jobs/?created=4506-08-13T08:00:49%2B18:23")
+    assert answer.status_code == 400
+    assert "created" in answer.json() and "UTC offset" in json.dumps(answer.json())
+    assert api.get(f"{API}apply-jobs/?created__gte=2026-01-01T00:00:00%2B15:59").status_code == 200
+
+
+@pytest.mark.parametrize("attrs", [{"address": [None, None]}, {"address": "not-an-ip"}, {"id": "x" * 30}])
+def test_a_related_object_given_by_unstorable_attributes_is_a_field_error(api, attrs):
+    """Found by the REST fuzz run: NetBox looked `{"address": [null, null]}` up in PostgreSQL: a 500."""
+    from netbox_hvsync.models import BackendEndpoint
+
+    answer = api.post(
+        f"{API}backend-endpoints/",
+        [{"name": "by-attrs", "enabled": False, "port": 8800, "ip_address": attrs}],
+        format="json",
+    )
+    assert answer.status_code == 400, answer.content[:300]
+    assert "ip_address" in json.dumps(answer.json())
+    assert not BackendEndpoint.objects.filter(name="by-attrs").exists()
+    assert api.get(f"{API}backend-endpoints/").status_code == 200  # the request's transaction is intact
+
+
+def test_a_number_field_with_choices_has_no_text_lookups(api):
+    """Found by the REST fuzz run: `token_version__ie=2` and `token_version__regex=2` reached PostgreSQL as
+    text operators on a number column: a 500. Such lookups are not offered; exact and `__n` still work."""
+    from netbox_hvsync.filtersets import InventoryEndpointFilterSet
+
+    offered = set(InventoryEndpointFilterSet.base_filters)
+    assert {"token_version", "token_version__n"} <= offered
+    assert not {"token_version__ie", "token_version__regex", "token_version__ic"} & offered
+    for query in ("token_version__ie=2", "token_version__regex=2", "token_version=2", "token_version__n=1"):
+        answer = api.get(f"{API}inventory-endpoints/?{query}")
+        assert answer.status_code == 200, (query, answer.content[:300])
+    assert "name__ic" in offered and "name__regex" in offered  # text fields keep theirs
+
+
+@pytest.mark.parametrize("name", ["node_id", "cluster_id", "hv_endpoint_id"])
+def test_null_in_a_sync_job_object_filter_is_not_a_server_error(api, name):
+    """Found by the REST fuzz run: `sync-jobs/?node_id=null` reached the database as an id: a 500."""
+    answer = api.get(f"{API}sync-jobs/?{name}=null")
+    assert answer.status_code == 200, answer.content[:300]
+    assert answer.json()["count"] == api.get(f"{API}sync-jobs/").json()["count"]

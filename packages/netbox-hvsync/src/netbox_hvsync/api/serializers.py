@@ -6,6 +6,7 @@ from typing import Any
 
 from dcim.api.serializers import DeviceSerializer, InterfaceSerializer, SiteSerializer
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError, transaction
 from ipam.api.serializers import IPAddressSerializer, PrefixSerializer, VLANSerializer
 from netbox.api.fields import ChoiceField, ContentTypeField
 from netbox.api.serializers import NetBoxModelSerializer, ValidatedModelSerializer
@@ -52,6 +53,41 @@ def secret_field(label: str) -> serializers.CharField:
     )
 
 
+class StorableRelatedLookups:
+    """A related object given by attributes (`{"address": ...}`) is looked up in the database with whatever
+    the client sent; a value the column cannot hold (`{"address": [null, null]}`, found by the REST fuzz
+    run) raised a database error: a 500, and an aborted transaction. Each lookup runs in a savepoint and
+    such a value is a 400 naming the field."""
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()  # type: ignore[misc]
+        for field in fields.values():
+            if getattr(field, "nested", False) and not field.read_only:
+                field.to_internal_value = _storable_lookup(field.to_internal_value)
+        return fields
+
+
+def _storable_lookup(lookup: Any) -> Any:
+    def to_internal_value(data: Any) -> Any:
+        try:
+            with transaction.atomic():
+                return lookup(data)
+        except (DataError, ValueError, TypeError, OverflowError):
+            raise serializers.ValidationError(
+                "Related object not found: give its numeric id or attributes with values of their type."
+            ) from None
+
+    return to_internal_value
+
+
+class HvsyncModelSerializer(StorableRelatedLookups, NetBoxModelSerializer):
+    """Base of the plugin's model serializers."""
+
+
+class HvsyncSidecarSerializer(StorableRelatedLookups, ValidatedModelSerializer):
+    """Base of the sync-state sidecar serializers (no tags or custom fields)."""
+
+
 class SecretFieldsMixin:
     """Drops blank/null secrets before model validation so they count as omitted."""
 
@@ -71,7 +107,7 @@ class SecretFieldsMixin:
 #
 
 
-class BackendEndpointSerializer(SecretFieldsMixin, NetBoxModelSerializer):
+class BackendEndpointSerializer(SecretFieldsMixin, HvsyncModelSerializer):
     secret_fields = ("token",)
     ip_address = IPAddressSerializer(nested=True, required=False, allow_null=True)
     # Adoption owns the key state (SPEC 5.2): only a verified key makes a row adopted, never a client.
@@ -135,7 +171,7 @@ class BackendEndpointSerializer(SecretFieldsMixin, NetBoxModelSerializer):
             raise serializers.ValidationError({exc.field: [exc.message]}) from None
 
 
-class InventoryEndpointSerializer(SecretFieldsMixin, NetBoxModelSerializer):
+class InventoryEndpointSerializer(SecretFieldsMixin, HvsyncModelSerializer):
     secret_fields = ("token",)
     ip_address = IPAddressSerializer(nested=True, required=False, allow_null=True)
     token_version = ChoiceField(choices=TokenVersionChoices, required=False)
@@ -167,7 +203,7 @@ class InventoryEndpointSerializer(SecretFieldsMixin, NetBoxModelSerializer):
         brief_fields = ("id", "url", "display", "name")
 
 
-class HvEndpointSerializer(SecretFieldsMixin, NetBoxModelSerializer):
+class HvEndpointSerializer(SecretFieldsMixin, HvsyncModelSerializer):
     secret_fields = ("token_value", "password")
     ip_address = IPAddressSerializer(nested=True, required=False, allow_null=True)
     site = SiteSerializer(nested=True, required=False, allow_null=True)
@@ -222,7 +258,7 @@ class HvEndpointSerializer(SecretFieldsMixin, NetBoxModelSerializer):
 #
 
 
-class HvClusterSerializer(NetBoxModelSerializer):
+class HvClusterSerializer(HvsyncModelSerializer):
     endpoint = HvEndpointSerializer(nested=True)
     cluster = ClusterSerializer(nested=True, required=False, allow_null=True)
 
@@ -241,7 +277,7 @@ class HvClusterSerializer(NetBoxModelSerializer):
         brief_fields = ("id", "url", "display", "name")
 
 
-class HvNodeSerializer(NetBoxModelSerializer):
+class HvNodeSerializer(HvsyncModelSerializer):
     cluster = HvClusterSerializer(nested=True)
     device = DeviceSerializer(nested=True, required=False, allow_null=True)
 
@@ -262,7 +298,7 @@ class HvNodeSerializer(NetBoxModelSerializer):
         brief_fields = ("id", "url", "display", "name", "node_id", "online")
 
 
-class HvStorageSerializer(NetBoxModelSerializer):
+class HvStorageSerializer(HvsyncModelSerializer):
     cluster = HvClusterSerializer(nested=True)
     content = serializers.ListField(child=serializers.CharField(max_length=30), required=False)
     nodes = HvNodeSerializer(nested=True, many=True, required=False)
@@ -311,7 +347,7 @@ class HvStorageSerializer(NetBoxModelSerializer):
         return instance
 
 
-class HvBackupSerializer(NetBoxModelSerializer):
+class HvBackupSerializer(HvsyncModelSerializer):
     storage = HvStorageSerializer(nested=True)
     virtual_machine = VirtualMachineSerializer(nested=True, required=False, allow_null=True)
     verification_state = ChoiceField(choices=BackupVerificationChoices, required=False)
@@ -338,7 +374,7 @@ class HvBackupSerializer(NetBoxModelSerializer):
         brief_fields = ("id", "url", "display", "volid", "vmid")
 
 
-class HvSnapshotSerializer(NetBoxModelSerializer):
+class HvSnapshotSerializer(HvsyncModelSerializer):
     virtual_machine = VirtualMachineSerializer(nested=True)
 
     class Meta:
@@ -359,7 +395,7 @@ class HvSnapshotSerializer(NetBoxModelSerializer):
         brief_fields = ("id", "url", "display", "name")
 
 
-class HvTaskHistorySerializer(NetBoxModelSerializer):
+class HvTaskHistorySerializer(HvsyncModelSerializer):
     endpoint = HvEndpointSerializer(nested=True)
     node = HvNodeSerializer(nested=True, required=False, allow_null=True)
     virtual_machine = VirtualMachineSerializer(nested=True, required=False, allow_null=True)
@@ -386,7 +422,7 @@ class HvTaskHistorySerializer(NetBoxModelSerializer):
         brief_fields = ("id", "url", "display", "upid")
 
 
-class BackupRoutineSerializer(NetBoxModelSerializer):
+class BackupRoutineSerializer(HvsyncModelSerializer):
     endpoint = HvEndpointSerializer(nested=True)
     node = HvNodeSerializer(nested=True, required=False, allow_null=True)
     storage = HvStorageSerializer(nested=True, required=False, allow_null=True)
@@ -411,7 +447,7 @@ class BackupRoutineSerializer(NetBoxModelSerializer):
         brief_fields = ("id", "url", "display", "job_id")
 
 
-class ReplicationSerializer(NetBoxModelSerializer):
+class ReplicationSerializer(HvsyncModelSerializer):
     endpoint = HvEndpointSerializer(nested=True, required=False, allow_null=True)
     virtual_machine = VirtualMachineSerializer(nested=True)
     hv_node = HvNodeSerializer(nested=True, required=False, allow_null=True)
@@ -443,7 +479,7 @@ class ReplicationSerializer(NetBoxModelSerializer):
 #
 
 
-class DeletionRequestSerializer(NetBoxModelSerializer):
+class DeletionRequestSerializer(HvsyncModelSerializer):
     endpoint = HvEndpointSerializer(nested=True, read_only=True)
     object_type = ContentTypeField(read_only=True)
     status = ChoiceField(choices=DeletionRequestStatusChoices, read_only=True)
@@ -472,7 +508,7 @@ class DeletionRequestSerializer(NetBoxModelSerializer):
         brief_fields = ("id", "url", "display", "status")
 
 
-class ApplyJobSerializer(NetBoxModelSerializer):
+class ApplyJobSerializer(HvsyncModelSerializer):
     endpoint = HvEndpointSerializer(nested=True, read_only=True)
     status = ChoiceField(choices=ApplyJobStatusChoices, read_only=True)
 
@@ -502,7 +538,7 @@ class ApplyJobSerializer(NetBoxModelSerializer):
 SIDECAR_COMMON = ("id", "url", "display", "endpoint", "last_seen", "last_run_id", "created", "last_updated")
 
 
-class SyncedVirtualMachineSerializer(ValidatedModelSerializer):
+class SyncedVirtualMachineSerializer(HvsyncSidecarSerializer):
     endpoint = HvEndpointSerializer(nested=True)
     virtual_machine = VirtualMachineSerializer(nested=True)
     cluster = HvClusterSerializer(nested=True, required=False, allow_null=True)
@@ -522,7 +558,7 @@ class SyncedVirtualMachineSerializer(ValidatedModelSerializer):
         brief_fields = ("id", "url", "display", "vmid")
 
 
-class SyncedDeviceSerializer(ValidatedModelSerializer):
+class SyncedDeviceSerializer(HvsyncSidecarSerializer):
     endpoint = HvEndpointSerializer(nested=True)
     device = DeviceSerializer(nested=True)
     node = HvNodeSerializer(nested=True, required=False, allow_null=True)
@@ -533,7 +569,7 @@ class SyncedDeviceSerializer(ValidatedModelSerializer):
         brief_fields = ("id", "url", "display", "node_name")
 
 
-class SyncedInterfaceSerializer(ValidatedModelSerializer):
+class SyncedInterfaceSerializer(HvsyncSidecarSerializer):
     endpoint = HvEndpointSerializer(nested=True)
     vm_interface = VMInterfaceSerializer(nested=True, required=False, allow_null=True)
     interface = InterfaceSerializer(nested=True, required=False, allow_null=True)
@@ -544,7 +580,7 @@ class SyncedInterfaceSerializer(ValidatedModelSerializer):
         brief_fields = ("id", "url", "display", "key")
 
 
-class SyncedVirtualDiskSerializer(ValidatedModelSerializer):
+class SyncedVirtualDiskSerializer(HvsyncSidecarSerializer):
     endpoint = HvEndpointSerializer(nested=True)
     virtual_disk = VirtualDiskSerializer(nested=True)
 
@@ -554,7 +590,7 @@ class SyncedVirtualDiskSerializer(ValidatedModelSerializer):
         brief_fields = ("id", "url", "display", "key")
 
 
-class SyncedIPAddressSerializer(ValidatedModelSerializer):
+class SyncedIPAddressSerializer(HvsyncSidecarSerializer):
     endpoint = HvEndpointSerializer(nested=True)
     ip_address = IPAddressSerializer(nested=True)
 
@@ -564,7 +600,7 @@ class SyncedIPAddressSerializer(ValidatedModelSerializer):
         brief_fields = ("id", "url", "display", "address")
 
 
-class SyncedVLANSerializer(ValidatedModelSerializer):
+class SyncedVLANSerializer(HvsyncSidecarSerializer):
     endpoint = HvEndpointSerializer(nested=True)
     vlan = VLANSerializer(nested=True)
 
@@ -574,7 +610,7 @@ class SyncedVLANSerializer(ValidatedModelSerializer):
         brief_fields = ("id", "url", "display", "vnet")
 
 
-class SyncedPrefixSerializer(ValidatedModelSerializer):
+class SyncedPrefixSerializer(HvsyncSidecarSerializer):
     endpoint = HvEndpointSerializer(nested=True)
     prefix = PrefixSerializer(nested=True)
 

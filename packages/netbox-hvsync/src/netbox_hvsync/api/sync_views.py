@@ -12,6 +12,7 @@ from core.models import Job
 from django.db import transaction
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema
 from netbox.api.authentication import TokenPermissions
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
@@ -202,6 +203,7 @@ class SyncScheduleView(APIView):
     def get_view_name(self) -> str:
         return "Schedule sync"
 
+    @extend_schema(request=SyncScheduleSerializer, responses={201: JobSerializer})
     def post(self, request: Request) -> Response:
         if not request.user.has_perm("core.add_job"):
             raise PermissionDenied("Scheduling a sync requires the core.add_job permission.")
@@ -221,6 +223,7 @@ class JobCancelView(APIView):
     def get_view_name(self) -> str:
         return "Cancel sync job"
 
+    @extend_schema(request=None, responses={200: JobSerializer})
     def post(self, request: Request, pk: int) -> Response:
         if not request.user.has_perm("core.change_job"):
             raise PermissionDenied("Cancelling a job requires the core.change_job permission.")
