@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from core.models import Job
@@ -80,17 +81,16 @@ def selected_stages(sync_types: Sequence[str] | None) -> list[str]:
     return [stage for stage in SYNC_STAGES if stage in wanted]
 
 
-def endpoint_sync_modes(scope_map: Mapping[int, int]) -> dict[int, SyncModes]:
-    """Each in-scope hv endpoint's sync modes, read once per job."""
-    rows = HvEndpoint.objects.filter(pk__in=list(scope_map))
-    return {
-        pk: SyncModes(vm=vm, vm_template=template)
-        for pk, vm, template in rows.values_list("pk", "sync_mode_vm", "sync_mode_vm_template")
-    }
+def endpoint_sync_modes(rows: Sequence[HvEndpoint]) -> dict[int, SyncModes]:
+    """Each hv endpoint's sync modes, taken from the rows the job loaded once (no second query)."""
+    return {row.pk: SyncModes(vm=row.sync_mode_vm, vm_template=row.sync_mode_vm_template) for row in rows}
 
 
 class SyncRun(RunState):
     """One execution of a sync job; `run()` either returns (completed) or raises SyncJobFailed."""
+
+    #: the loaded hv endpoints' sync modes, set by `run()`; an endpoint missing here has the default modes
+    sync_modes: Mapping[int, SyncModes] = MappingProxyType({})
 
     # -- the job -----------------------------------------------------------------------------------
 
@@ -107,6 +107,7 @@ class SyncRun(RunState):
         for record in (*inventory_records, *hv_records):
             self.secrets.extend(secrets_of(record))
         self.block["endpoints"] = {r.pk: {"name": r.name} for r in hv_records}
+        self.sync_modes = endpoint_sync_modes(hv_rows)
 
         unadopted = adopt_stored_keys(self.block.get("backend_endpoint_id"))
         resolved = resolve_backend(self.block.get("backend_endpoint_id"))
@@ -305,7 +306,7 @@ class SyncRun(RunState):
         stages = selected_stages(self.block.get("sync_types"))
         # `job`: the backend can then stop these runs when the job is cancelled (POST /sync/cancel)
         base_params = {"job": str(self.block["run_id"]), **(extra_params or {})}
-        modes = endpoint_sync_modes(resolution.scope_map)
+        modes = self.sync_modes
         runtime: dict[str, Any] = self.block["runtime"].setdefault("endpoints", {})
         records: list[StageRecord] = []
         failures: list[str] = []
