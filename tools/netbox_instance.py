@@ -403,8 +403,15 @@ def pin_binary_psycopg(python: Path, env: dict[str, str]) -> None:
 
 
 def ensure_venv(release: Release | None = None) -> None:
-    """NetBox, the matching netbox-branching and the plugin (editable) in the release's own venv."""
+    """NetBox, the matching netbox-branching and the plugin (editable) in the release's own venv.
+
+    Locked: `make test` builds the venvs in the background while its own steps may ask for them too."""
     release = release or RELEASE
+    with file_lock(f"venv-{release.version}"):
+        _install_venv(release)
+
+
+def _install_venv(release: Release) -> None:
     wanted = json.dumps(
         {
             "netbox": release.version,
