@@ -7,8 +7,11 @@ with non-ASCII letters was stored and then broke every request that had to put i
 from __future__ import annotations
 
 import pytest
+from fake_netbox import FakeNetBox
 from hvsync_backend.db.models import InventoryEndpoint
 from hvsync_backend.endpoints.schemas import check_header_secret
+from hvsync_backend.sse.frames import parse_stream
+from hvsync_backend.sync.options import OptionError, SyncOptions
 from hvsync_backend.sync.parse import nics as parse_nics
 from hvsync_backend.wire.numbers import decimal
 from sqlalchemy import select
@@ -115,3 +118,57 @@ def test_bootstrap_status_reports_an_unusable_inventory_endpoint_as_a_problem(ba
     c.put(f"/inventory/endpoint/{row['id']}", headers=auth, json={"enabled": False})
     body = c.get("/extras/bootstrap-status", headers=auth).json()
     assert body["ok"] is False and body["detail"] == "the inventory endpoint is disabled"
+
+
+# Found by the schemathesis run over every operation (test_schemathesis.py).
+
+NOT_A_BRANCH_SCHEMA_ID = ["\u00b9", "br\u00e5nch", "\u0663\u0661", "a b", "a.b", "x" * 65]
+
+
+@pytest.mark.parametrize("value", NOT_A_BRANCH_SCHEMA_ID)
+def test_branch_schema_id_that_a_header_cannot_carry_is_a_422(backend, auth, value: str) -> None:
+    """`str.isalnum` accepted "¹" and "å": the id reached the X-NetBox-Branch header and failed there
+    (a 500 on the custom-field reconcile, an internal error on the streams)."""
+    c = backend.client
+    field = ["query", "inventory_branch_schema_id"]
+    for method, route in [
+        ("GET", "/dcim/devices/create/stream"),
+        ("GET", "/full-update/stream"),
+        ("POST", "/extras/custom-fields/reconcile"),
+        ("POST", "/sync/individual/cluster"),
+    ]:
+        r = c.request(method, route, headers=auth, params={"inventory_branch_schema_id": value})
+        assert r.status_code == 422, (route, r.text)
+        assert r.json()["detail"][0]["loc"] == field, route
+    with pytest.raises(OptionError) as info:
+        SyncOptions.from_query({"inventory_branch_schema_id": value})
+    assert info.value.field == "inventory_branch_schema_id"
+    assert SyncOptions.from_query(
+        {"inventory_branch_schema_id": " a1b2c3d4 "}
+    ).inventory_branch_schema_id == ("a1b2c3d4")
+
+
+@pytest.mark.parametrize("value", ["x" * 101, "a\x1bb", "line\nbreak", "a\u2028b"])
+def test_site_name_outside_netbox_bounds_is_a_422(backend, auth, value: str) -> None:
+    r = backend.client.get("/dcim/devices/create/stream", headers=auth, params={"site": value})
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"][0]["loc"] == ["query", "site"]
+    assert SyncOptions.from_query({"site": "Zürich DC 1"}).site_name == "Zürich DC 1"
+
+
+def test_endpoints_without_usable_credentials_are_a_409_not_a_502(backend, auth) -> None:
+    """Nothing was sent to Proxmox, so it is not a bad gateway: the stored endpoint needs editing."""
+    c = backend.client
+    backend.context.netbox_transport = FakeNetBox().transport
+    c.post("/inventory/endpoint", headers=auth, json=INV)
+    bare = {k: v for k, v in HV.items() if k != "token_value"}
+    hv = c.post("/hv/endpoints", headers=auth, json=bare).json()["id"]
+    r = c.get("/hv/nodes/", headers=auth)
+    assert r.status_code == 409, r.text
+    assert r.json()["endpoints"][0]["error"]["kind"] == "auth" and "no usable credentials" in r.text
+    r = c.post("/sync/individual/cluster", headers=auth)
+    assert r.status_code == 409, r.text
+    assert r.json()["error"]["source"] == "backend" and "no usable credentials" in r.json()["error"]["detail"]
+    frames = parse_stream(c.get("/dcim/devices/create/stream", headers=auth).text)
+    assert frames[-1].event == "complete" and frames[-1].data["ok"] is False
+    assert frames[-1].data["error"]["source"] == "backend" and frames[-1].data["error"]["endpoint_id"] == hv

@@ -7,8 +7,10 @@ recorded in ``problems`` instead of crashing, so ``/health`` can say why the ser
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import httpx
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -38,6 +40,8 @@ class BackendContext:
     proxmox: ProxmoxClientPool
     _registry: EndpointRegistry | None = None
     problems: dict[str, str] = field(default_factory=dict)
+    #: Builds the transport of every NetBox client (None: the network); exists for tests (a fake NetBox).
+    netbox_transport: Callable[[], httpx.AsyncBaseTransport] | None = None
 
     @property
     def registry(self) -> EndpointRegistry:

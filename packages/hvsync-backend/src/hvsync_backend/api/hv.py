@@ -3,7 +3,8 @@ for local reconciliation the cluster firewall, datacenter options and templates 
 
 Answer: 200 ``{"endpoints": [{endpoint_id, endpoint_name, ok, data | error}]}`` when at least one
 endpoint answered (or none is selected); 502 with the same list and a ``detail`` naming every failed
-endpoint when all of them failed.
+endpoint when all of them failed, or 409 when none of them could even be asked (no usable credentials
+stored: the endpoints' configuration is at fault, not Proxmox).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from hvsync_backend.auth.dependency import require_api_key
 from hvsync_backend.context import BackendContext
 from hvsync_backend.endpoints.service import HvTarget, UnknownHvEndpoints, aget_hv_targets
 from hvsync_backend.hv.client import ProxmoxClient
-from hvsync_backend.hv.errors import ProxmoxAuthError, ProxmoxError, ProxmoxUnreachable
+from hvsync_backend.hv.errors import ProxmoxAuthError, ProxmoxError, ProxmoxNotConfigured, ProxmoxUnreachable
 from hvsync_backend.hv.reads import Reader, read_datacenter_options, read_firewall, read_templates
 from hvsync_backend.wire.numbers import decimal
 
@@ -74,7 +75,11 @@ def parse_endpoint_ids(raw: str | None) -> list[int] | None:
 
 HvEndpointIds = Annotated[
     str | None,
-    Query(description="comma-separated backend ids; absent means every enabled endpoint", max_length=2000),
+    Query(
+        description="comma-separated backend ids; absent means every enabled endpoint",
+        max_length=2000,
+        examples=["1"],
+    ),
 ]
 
 
@@ -103,19 +108,26 @@ async def _fetch_all(context: BackendContext, raw_ids: str | None, read: Reader)
     except UnknownHvEndpoints as exc:
         raise HTTPException(404, str(exc)) from None
 
+    unasked: set[int] = set()
+
     async def one(target: HvTarget) -> dict[str, Any]:
         base = {"endpoint_id": target.id, "endpoint_name": target.name}
         try:
             client = await context.proxmox.client_for(target)
             return {**base, "ok": True, "data": await read(client), "error": None}
         except ProxmoxError as exc:
+            if isinstance(exc, ProxmoxNotConfigured):
+                unasked.add(target.id)
             return {**base, "ok": False, "data": None, "error": _error(exc)}
 
     results = list(await asyncio.gather(*(one(t) for t in targets)))
     if results and not any(r["ok"] for r in results):
         failed = "; ".join(r["error"]["detail"] for r in results)
+        # Proxmox failing is a bad gateway; endpoints stored without usable credentials are a conflict
+        # with their configuration (retrying cannot help until they are edited).
+        status = 409 if len(unasked) == len(results) else 502
         return JSONResponse(
-            {"detail": f"no hv endpoint answered: {failed}", "endpoints": results}, status_code=502
+            {"detail": f"no hv endpoint answered: {failed}", "endpoints": results}, status_code=status
         )
     return JSONResponse({"endpoints": results})
 
@@ -123,6 +135,10 @@ async def _fetch_all(context: BackendContext, raw_ids: str | None, read: Reader)
 _READ_RESPONSES: dict[int | str, dict[str, Any]] = {
     404: {"model": DetailOut, "description": "an id in hv_endpoint_ids is unknown"},
     502: {"model": AllFailedOut, "description": "every selected endpoint failed; each is named"},
+    409: {
+        "model": AllFailedOut,
+        "description": "no selected endpoint has usable credentials stored; each is named",
+    },
 }
 
 

@@ -3,18 +3,19 @@ bootstrap status and custom-field reconcile. Every route needs the service API k
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from dataclasses import replace
+from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Depends, Header, HTTPException, Request
+from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from hvsync_backend.api.deps import Ctx
-from hvsync_backend.auth.dependency import require_api_key
+from hvsync_backend.api.hv import HvEndpointIds
+from hvsync_backend.auth.dependency import AUTH_RESPONSES, require_api_key
 from hvsync_backend.context import BackendContext
 from hvsync_backend.endpoints.service import UnknownHvEndpoints
 from hvsync_backend.sse.runs import Run, RunRegistry
@@ -22,16 +23,130 @@ from hvsync_backend.sync import bootstrap
 from hvsync_backend.sync import individual as individual_sync
 from hvsync_backend.sync.framework import Stage
 from hvsync_backend.sync.leases import LeaseHeld, Leases, RunCancelled, holding
-from hvsync_backend.sync.options import OptionError, SyncOptions
+from hvsync_backend.sync.options import FLAG_WORDS, SITE_NAME_MAX, OptionError, SyncOptions
 from hvsync_backend.sync.proxmox import HvSource
 from hvsync_backend.sync.registry import FULL_UPDATE_ROUTE, STAGES
 from hvsync_backend.sync.runner import execute
 from hvsync_backend.sync.sources import load_targets
 
-router = APIRouter(tags=["sync"], dependencies=[Depends(require_api_key)])
+router = APIRouter(tags=["sync"], dependencies=[Depends(require_api_key)], responses=AUTH_RESPONSES)
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 KEEPALIVE_SECONDS = 15.0
+
+#: One server-sent event as schemathesis and other OpenAPI 3.1 tools read it (`schema` describes each
+#: event); the payloads are specified in contracts/sse-frames.schema.json.
+SSE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "required": ["event", "data"],
+    "properties": {
+        "event": {"enum": ["step", "complete", "restart"]},
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"type": "object"},
+        },
+    },
+}
+_OBJECT = {"application/json": {"schema": {"type": "object"}}}
+STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "`step` frames, then `complete` (always last); `restart` first when a reconnect "
+        "cannot be replayed (docs/sync.md)",
+        "content": {"text/event-stream": {"schema": SSE_EVENT}},
+    }
+}
+
+
+def _query_error(field: str, message: str, kind: str = "value_error") -> HTTPException:
+    return HTTPException(422, [{"type": kind, "loc": ["query", field], "msg": message}])
+
+
+def _flag(description: str, example: str) -> Any:
+    return Query(
+        description=f"{description}; a spelling listed in `enum`, in any case",
+        max_length=16,
+        examples=[example],
+        json_schema_extra={"enum": list(FLAG_WORDS)},
+    )
+
+
+BranchSchemaId = Annotated[
+    str | None,
+    Query(
+        description="netbox-branching schema id: every NetBox request carries `X-NetBox-Branch: <id>`",
+        pattern=r"^[A-Za-z0-9_-]{0,64}$",
+        max_length=64,
+        examples=["a1b2c3d4"],
+    ),
+]
+DryRun = Annotated[str | None, _flag("report the plan, write nothing", "true")]
+
+
+async def scope_options(
+    hv_endpoint_ids: HvEndpointIds = None,
+    inventory_branch_schema_id: BranchSchemaId = None,
+    sync_mode_vm: Annotated[str | None, _flag("sync virtual machines (default enabled)", "enabled")] = None,
+    sync_mode_vm_template: Annotated[
+        str | None, _flag("sync VM templates (default enabled)", "disabled")
+    ] = None,
+    dry_run: DryRun = None,
+    delete_stale: Annotated[
+        str | None, _flag("remove managed objects whose Proxmox object is gone (default disabled)", "enabled")
+    ] = None,
+    site: Annotated[
+        str | None,
+        Query(
+            description="default site name for endpoints without a site_slug (default `Proxmox VE`)",
+            max_length=SITE_NAME_MAX,
+            examples=["Proxmox VE"],
+        ),
+    ] = None,
+) -> SyncOptions:
+    """The scope and mode parameters every stage route, the full update and individual syncs take."""
+    given = {
+        "hv_endpoint_ids": hv_endpoint_ids,
+        "inventory_branch_schema_id": inventory_branch_schema_id,
+        "sync_mode_vm": sync_mode_vm,
+        "sync_mode_vm_template": sync_mode_vm_template,
+        "dry_run": dry_run,
+        "delete_stale": delete_stale,
+        "site": site,
+    }
+    return _parse_options(given)
+
+
+async def reconcile_options(
+    inventory_branch_schema_id: BranchSchemaId = None, dry_run: DryRun = None
+) -> SyncOptions:
+    return _parse_options({"inventory_branch_schema_id": inventory_branch_schema_id, "dry_run": dry_run})
+
+
+def _parse_options(given: dict[str, str | None]) -> SyncOptions:
+    try:
+        return SyncOptions.from_query({k: v for k, v in given.items() if v is not None})
+    except OptionError as exc:
+        raise _query_error(exc.field, exc.message) from None
+
+
+Scope = Annotated[SyncOptions, Depends(scope_options)]
+#: The caller's job id, by which it may cancel the run; plain and short.
+Job = Annotated[
+    str | None,
+    Query(
+        description="the caller's job id (up to 64 of A-Z a-z 0-9 _ . : -); `POST /sync/cancel` stops its runs",
+        pattern=r"^[A-Za-z0-9_.:-]{0,64}$",
+        max_length=64,
+        examples=["job-1"],
+    ),
+]
+RunId = Annotated[
+    str | None, Query(description="reconnect to this run explicitly (with Last-Event-ID)", max_length=64)
+]
+LastEventId = Annotated[
+    str | None, Header(description="the last frame id received: replay what followed it", max_length=64)
+]
 
 
 def _runs(request: Request) -> RunRegistry:
@@ -41,46 +156,16 @@ def _runs(request: Request) -> RunRegistry:
     return state.sync_runs
 
 
-def _options(request: Request, **extra: Any) -> SyncOptions:
-    try:
-        options = SyncOptions.from_query(dict(request.query_params))
-    except OptionError as exc:
-        raise HTTPException(
-            422, [{"type": "value_error", "loc": ["query", exc.field], "msg": exc.message}]
-        ) from None
-    if extra:
-        options = SyncOptions(**{**options.__dict__, **extra})
-    return options
-
-
-_JOB = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-
-
-def _job(request: Request) -> str:
-    """The caller's job id (`job=`), by which it may cancel the run; refused unless plain and short."""
-    job = request.query_params.get("job") or ""
-    if job and not _JOB.fullmatch(job):
-        raise HTTPException(
-            422,
-            [
-                {
-                    "type": "value_error",
-                    "loc": ["query", "job"],
-                    "msg": "job must be 1-64 of A-Z a-z 0-9 _ . : -",
-                }
-            ],
-        )
-    return job
-
-
-@router.post("/sync/cancel")
-async def cancel(request: Request, context: Ctx) -> JSONResponse:
+@router.post("/sync/cancel", responses={200: {"content": _OBJECT}})
+async def cancel(
+    context: Ctx,
+    job: Annotated[
+        str, Query(description="the job id given on the streams", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    ],
+) -> JSONResponse:
     """Stop every running sync of the caller's job (`job=`, as given on its streams), in any backend
     worker; the runs end within a few seconds with a `complete` saying so. 200 `{cancelled: <leases>}`
     (0: nothing of that job is running)."""
-    job = _job(request)
-    if not job:
-        raise HTTPException(422, [{"type": "missing", "loc": ["query", "job"], "msg": "job is required"}])
     flagged = await anyio.to_thread.run_sync(lambda: leases(context).request_cancel(job))
     return JSONResponse({"cancelled": flagged})
 
@@ -108,8 +193,10 @@ def _stream(
     name: str,
     options: SyncOptions,
     last_event_id: str | None,
+    job: str | None,
+    run_id: str | None,
 ) -> StreamingResponse:
-    job = _job(request)  # validated before the stream starts: a 422, not a broken stream
+    job = job or ""  # validated (a 422, not a broken stream) before the stream starts
 
     async def body(run: Run) -> None:
         async def emit(event: str, data: dict[str, Any]) -> None:
@@ -156,7 +243,7 @@ def _stream(
         _signature(request),
         body,
         last_event_id=last_event_id,
-        run_id=request.query_params.get("run_id"),
+        run_id=run_id,
         keepalive=KEEPALIVE_SECONDS,
     )
     return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
@@ -177,16 +264,23 @@ def _failed(name: str, options: SyncOptions, problem: dict[str, Any]) -> dict[st
 
 def _add_stage_route(stage: Stage) -> None:
     async def stream(
-        request: Request, context: Ctx, last_event_id: str | None = Header(default=None)
+        request: Request,
+        context: Ctx,
+        options: Scope,
+        job: Job = None,
+        run_id: RunId = None,
+        last_event_id: LastEventId = None,
     ) -> StreamingResponse:
-        return _stream(request, context, [stage], stage.slug, _options(request), last_event_id)
+        return _stream(request, context, [stage], stage.slug, options, last_event_id, job, run_id)
 
-    stream.__doc__ = (
-        f"Stage `{stage.slug}` ({stage.title}) as a server-sent-event stream. Query: hv_endpoint_ids, "
-        "inventory_branch_schema_id, sync_mode_vm, sync_mode_vm_template, dry_run, delete_stale, run_id."
-    )
+    stream.__doc__ = f"Stage `{stage.slug}` ({stage.title}) as a server-sent-event stream."
     router.add_api_route(
-        stage.route, stream, methods=["GET"], name=f"stage_{stage.slug}", response_class=StreamingResponse
+        stage.route,
+        stream,
+        methods=["GET"],
+        name=f"stage_{stage.slug}",
+        response_class=StreamingResponse,
+        responses=STREAM_RESPONSES,
     )
 
 
@@ -194,32 +288,81 @@ for _stage in STAGES:
     _add_stage_route(_stage)
 
 
-@router.get(FULL_UPDATE_ROUTE, response_class=StreamingResponse)
+@router.get(FULL_UPDATE_ROUTE, response_class=StreamingResponse, responses=STREAM_RESPONSES)
 async def full_update(
-    request: Request, context: Ctx, last_event_id: str | None = Header(default=None)
+    request: Request,
+    context: Ctx,
+    options: Scope,
+    job: Job = None,
+    run_id: RunId = None,
+    last_event_id: LastEventId = None,
 ) -> StreamingResponse:
     """Every stage in pipeline order as one stream; `complete.stages` holds each stage's summary."""
-    return _stream(request, context, STAGES, "full-update", _options(request), last_event_id)
+    return _stream(request, context, STAGES, "full-update", options, last_event_id, job, run_id)
 
 
-@router.post("/sync/individual/{kind}")
-async def individual(kind: str, request: Request, context: Ctx) -> JSONResponse:
-    """Sync one object and what it depends on (docs/sync.md "Selected-object syncs"). Query: `node`
-    (node), `storage` (storage), `vmid` (vm, backup, snapshot), `volid` (backup), `name` (snapshot),
-    `upid` or `vmid` (task-history), plus the scope parameters. 200 ok; 404 object not in Proxmox;
-    422 bad or missing query field; 424 object failed in NetBox; 502 NetBox or Proxmox failed."""
+def _selector(description: str, max_length: int, example: str) -> Any:
+    return Query(description=description, max_length=max_length, examples=[example])
+
+
+@router.post(
+    "/sync/individual/{kind}",
+    responses={
+        200: {"description": "the run's `complete` payload", "content": _OBJECT},
+        404: {
+            "description": "the object is not in Proxmox within scope, or an unknown kind or id",
+            "content": _OBJECT,
+        },
+        409: {
+            "description": "no usable inventory endpoint, a run of the same stage holds it, or a backend-side problem",
+            "content": _OBJECT,
+        },
+        424: {"description": "an object failed in NetBox (NetBox answered 4xx)", "content": _OBJECT},
+        501: {"description": "a stage the run needs is not implemented", "content": _OBJECT},
+        502: {"description": "NetBox or Proxmox unreachable or answering 5xx", "content": _OBJECT},
+    },
+)
+async def individual(
+    kind: Annotated[
+        str, Path(description="what to sync", json_schema_extra={"enum": list(individual_sync.KINDS)})
+    ],
+    context: Ctx,
+    options: Scope,
+    node: Annotated[str | None, _selector("Proxmox node name (kind node)", 100, "pve1")] = None,
+    storage: Annotated[str | None, _selector("Proxmox storage id (kind storage)", 100, "local")] = None,
+    vmid: Annotated[
+        str | None, _selector("VMID (vm, backup, snapshot; task-history without upid)", 16, "100")
+    ] = None,
+    volid: Annotated[
+        str | None,
+        _selector(
+            "volume id `<storage>:<volume>` (backup)",
+            255,
+            "local:backup/vzdump-qemu-100-2026_01_01-00_00_00.vma.zst",
+        ),
+    ] = None,
+    name: Annotated[str | None, _selector("snapshot name (snapshot)", 100, "before-upgrade")] = None,
+    upid: Annotated[
+        str | None,
+        _selector(
+            "task UPID (task-history)", 255, "UPID:pve1:000A1B2C:0001E240:65A1B2C3:vzdump:100:root@pam:"
+        ),
+    ] = None,
+) -> JSONResponse:
+    """Sync one object and what it depends on (docs/sync.md "Selected-object syncs"), plus the scope
+    parameters. 200 ok; 404 object not in Proxmox; 422 bad or missing query field; 424 object failed in
+    NetBox; 502 NetBox or Proxmox failed."""
     if kind not in individual_sync.KINDS:
         raise HTTPException(
             404, f"unknown individual sync kind {kind!r}; one of {sorted(individual_sync.KINDS)}"
         )
+    given = {"node": node, "storage": storage, "vmid": vmid, "volid": volid, "name": name, "upid": upid}
     try:
-        selection = individual_sync.select(kind, request.query_params)
+        selection = individual_sync.select(kind, {k: v for k, v in given.items() if v is not None})
     except individual_sync.SelectionError as exc:
-        raise HTTPException(
-            422, [{"type": "value_error", "loc": ["query", exc.field], "msg": exc.message}]
-        ) from None
-    options = _options(
-        request, partial=True, delete_stale=False, only_vmids=selection.only_vmids, focus=selection.focus
+        raise _query_error(exc.field, exc.message) from None
+    options = replace(
+        options, partial=True, delete_stale=False, only_vmids=selection.only_vmids, focus=selection.focus
     )
     stages = selection.stages
     frames: list[dict[str, Any]] = []
@@ -264,15 +407,24 @@ async def individual(kind: str, request: Request, context: Ctx) -> JSONResponse:
     return JSONResponse(result)
 
 
-@router.get("/extras/bootstrap-status")
-async def bootstrap_status(request: Request, context: Ctx) -> JSONResponse:
+@router.get("/extras/bootstrap-status", responses={200: {"content": _OBJECT}})
+async def bootstrap_status(context: Ctx) -> JSONResponse:
     """NetBox-side setup hvsync needs: custom fields, the plugin's content types, the managed tag."""
     return JSONResponse(await bootstrap.status(context))
 
 
-@router.post("/extras/custom-fields/reconcile")
-async def custom_fields_reconcile(request: Request, context: Ctx) -> JSONResponse:
+@router.post(
+    "/extras/custom-fields/reconcile",
+    responses={
+        200: {"content": _OBJECT},
+        409: {"description": "no usable inventory endpoint", "content": _OBJECT},
+        "4XX": {"description": "NetBox refused (its own status)", "content": _OBJECT},
+        502: {"description": "NetBox unreachable or answering 5xx", "content": _OBJECT},
+    },
+)
+async def custom_fields_reconcile(
+    context: Ctx, options: Annotated[SyncOptions, Depends(reconcile_options)]
+) -> JSONResponse:
     """Create or update hvsync's custom-field definitions (idempotent). `dry_run=true` only reports."""
-    options = _options(request)
     body, status = await bootstrap.reconcile(context, options)
     return JSONResponse(body, status_code=status)

@@ -17,7 +17,12 @@ from typing import Any
 import httpx
 
 from hvsync_backend.endpoints.service import HvTarget
-from hvsync_backend.hv.errors import ProxmoxAuthError, ProxmoxHTTPError, ProxmoxUnreachable
+from hvsync_backend.hv.errors import (
+    ProxmoxAuthError,
+    ProxmoxHTTPError,
+    ProxmoxNotConfigured,
+    ProxmoxUnreachable,
+)
 from hvsync_backend.wire.redaction import sweep_text
 
 TICKET_LIFETIME = 2 * 3600.0
@@ -119,7 +124,7 @@ class ProxmoxClient:
         retries: int,
     ) -> Any:
         if not self._methods:
-            raise ProxmoxAuthError(
+            raise ProxmoxNotConfigured(
                 self.target.label,
                 f"no usable credentials for access methods {list(self.target.access_methods)} "
                 "(token needs username, token_name and token_value; password needs username and password)",

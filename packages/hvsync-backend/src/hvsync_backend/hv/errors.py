@@ -20,4 +20,8 @@ class ProxmoxHTTPError(ProxmoxError):
 
 
 class ProxmoxAuthError(ProxmoxHTTPError):
-    """Authentication failed or no usable credentials are stored for the endpoint's access methods."""
+    """Authentication failed, or (``ProxmoxNotConfigured``) no usable credentials are stored."""
+
+
+class ProxmoxNotConfigured(ProxmoxAuthError):
+    """No usable credentials are stored for the endpoint's access methods: nothing was sent to Proxmox."""

@@ -11,7 +11,7 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +60,8 @@ class NetBoxConfig:
     read_concurrency: int = 8
     write_concurrency: int = 4
     write_chunk: int = 50
+    #: Builds the client's HTTP transport (None: the network); set from `BackendContext.netbox_transport`.
+    transport: Callable[[], httpx.AsyncBaseTransport] | None = field(default=None, repr=False, compare=False)
 
     @staticmethod
     def auth_header_for(token_version: int, token: str, token_key: str | None = None) -> str:
@@ -129,7 +131,7 @@ class NetBoxClient:
             timeout=httpx.Timeout(config.timeout, connect=min(config.timeout, 10.0)),
             limits=limits,
             follow_redirects=False,
-            transport=transport,
+            transport=transport if transport is not None or config.transport is None else config.transport(),
         )
         self._reads = asyncio.Semaphore(config.read_concurrency)
         self._writes = asyncio.Semaphore(config.write_concurrency)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from hvsync_backend.sync.focus import Focus
@@ -9,6 +10,13 @@ from hvsync_backend.wire.numbers import decimal
 
 _TRUE = {"1", "true", "yes", "on", "enabled", "enable", "always"}
 _FALSE = {"0", "false", "no", "off", "disabled", "disable", "never"}
+#: every spelling `parse_flag` accepts (compared case-insensitively)
+FLAG_WORDS = tuple(sorted(_TRUE | _FALSE))
+#: A netbox-branching schema id (8 lowercase alphanumerics there; any 1-64 of ASCII letters, digits, _ and -
+#: here). ASCII only: it travels in the X-NetBox-Branch header, and `str.isalnum` accepts "é" and "²".
+BRANCH_SCHEMA_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: The default site's name: NetBox's limit (100), printable characters only.
+SITE_NAME_MAX = 100
 
 
 class OptionError(ValueError):
@@ -67,12 +75,14 @@ class SyncOptions:
     @classmethod
     def from_query(cls, query: dict[str, str], *, site_name: str = "Proxmox VE") -> SyncOptions:
         branch = (query.get("inventory_branch_schema_id") or "").strip() or None
-        if branch is not None and (
-            len(branch) > 64 or not branch.replace("_", "").replace("-", "").isalnum()
-        ):
+        if branch is not None and not BRANCH_SCHEMA_ID.fullmatch(branch):
             raise OptionError(
-                "inventory_branch_schema_id", "expected a branch schema id (letters, digits, _ and -)"
+                "inventory_branch_schema_id",
+                "expected a branch schema id (1-64 of A-Z a-z 0-9 _ -)",
             )
+        site = (query.get("site") or "").strip() or site_name
+        if len(site) > SITE_NAME_MAX or not site.isprintable():
+            raise OptionError("site", f"expected a site name of 1-{SITE_NAME_MAX} printable characters")
         return cls(
             hv_endpoint_ids=parse_ids("hv_endpoint_ids", query.get("hv_endpoint_ids")),
             inventory_branch_schema_id=branch,
@@ -82,5 +92,5 @@ class SyncOptions:
             ),
             dry_run=parse_flag("dry_run", query.get("dry_run"), False),
             delete_stale=parse_flag("delete_stale", query.get("delete_stale"), False),
-            site_name=(query.get("site") or site_name).strip() or site_name,
+            site_name=site,
         )

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hvsync_backend.hv.errors import ProxmoxNotConfigured
 from hvsync_backend.inventory.errors import redact
 from hvsync_backend.wire.keys import endpoint_identity
 
@@ -49,6 +50,8 @@ class ProxmoxReadError(Exception):
         status = getattr(exc, "status", None) or getattr(exc, "status_code", None)
         self.status = int(status) if isinstance(status, int) else None
         self.kind = type(exc).__name__
+        #: nothing was sent: the endpoint has no usable credentials stored (a backend-side problem)
+        self.not_configured = isinstance(exc, ProxmoxNotConfigured)
         self.endpoint_id = source.backend_id
         self.path = path
         text = redact(str(exc), source.secrets) or self.kind
@@ -57,7 +60,7 @@ class ProxmoxReadError(Exception):
 
     def as_problem(self) -> dict[str, Any]:
         return {
-            "source": "proxmox",
+            "source": "backend" if self.not_configured else "proxmox",
             "status": self.status,
             "detail": self.detail,
             "object": self.path,

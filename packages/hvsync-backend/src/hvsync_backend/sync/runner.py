@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
@@ -78,15 +79,7 @@ async def execute(
         return data
     own_client = client is None
     nb = client or NetBoxClient(
-        NetBoxConfig(
-            url=netbox.url,
-            auth_header=netbox.auth_header,
-            verify_ssl=netbox.verify_ssl,
-            branch_schema_id=options.inventory_branch_schema_id or netbox.branch_schema_id,
-            timeout=netbox.timeout,
-            write_concurrency=netbox.write_concurrency,
-            write_chunk=netbox.write_chunk,
-        )
+        replace(netbox, branch_schema_id=options.inventory_branch_schema_id or netbox.branch_schema_id)
     )
     ctx = SyncContext(netbox=nb, sources=sources, options=options, emit=emit)
     if run_id:

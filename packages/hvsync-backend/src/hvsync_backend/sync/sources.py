@@ -41,6 +41,10 @@ async def load_targets(
     if not auth.isascii() or not auth.isprintable():  # stored before the API refused such tokens
         return RunTargets(None, sources, "the inventory endpoint's token is not ASCII; store it again")
     config = NetBoxConfig(
-        url=inventory.url, auth_header=auth, verify_ssl=inventory.verify_ssl, branch_schema_id=branch
+        url=inventory.url,
+        auth_header=auth,
+        verify_ssl=inventory.verify_ssl,
+        branch_schema_id=branch,
+        transport=context.netbox_transport,
     )
     return RunTargets(config, sources)
