@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -94,7 +95,48 @@ def facts(node: Any) -> Any:
             out[key] = [{k: v for k, v in link.items() if k in ("href", "rel")} for link in value]
         else:
             out[key] = facts(value)
-    return out
+    return typed(out)
+
+
+def _number(value: str) -> int | float | None:
+    """The number a string spells (an int when it is whole), or None."""
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    if not math.isfinite(number):
+        return None
+    return int(number) if number.is_integer() else number
+
+
+def typed(node: dict[str, Any]) -> dict[str, Any]:
+    """Write the numbers and flags the source gives as strings as JSON numbers.
+
+    ``apidoc.js`` is dumped from Perl, which does not keep a scalar's type, so a few constraints come out
+    as strings: ``"minimum": "0"`` on every ``bwlimit`` rate, ``"optional": "1"``, an integer ``enum`` of
+    ``"1", "2", ...``. Compared as they are, ``"0"`` against a number raises TypeError in Python, and they
+    are not valid JSON Schema. ``"enum": null`` (an empty list in the source) constrains nothing and is
+    dropped. Other strings (a ``default`` such as ``"same as user"``) stay: they are what Proxmox wrote.
+    """
+    kind = node.get("type")
+    for key in ("minimum", "maximum", "minLength", "maxLength", "optional"):
+        if isinstance(node.get(key), str):
+            number = _number(node[key])
+            if number is None:
+                del node[key]  # not a number: no bound Python or JSON Schema could apply
+            else:
+                node[key] = number
+    if kind in ("integer", "number", "boolean") and isinstance(node.get("default"), str):
+        number = _number(node["default"])
+        if number is not None:
+            node["default"] = number
+    if "enum" in node and node["enum"] is None:
+        del node["enum"]
+    elif kind in ("integer", "number") and isinstance(node.get("enum"), list):
+        node["enum"] = [
+            n if isinstance(v, str) and (n := _number(v)) is not None else v for v in node["enum"]
+        ]
+    return node
 
 
 def permissions(info: dict[str, Any]) -> dict[str, Any] | None:

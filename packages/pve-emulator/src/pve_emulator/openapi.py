@@ -5,23 +5,44 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pve_emulator.schema import ApiSchema, Operation
+from pve_emulator.schema import INDEX, ApiSchema, Operation
+from pve_emulator.validation import coerce_value, python_regex
 
-_KEEP = ("type", "enum", "default", "pattern", "minimum", "maximum", "maxLength", "minLength")
+_KEEP = ("type", "enum", "minimum", "maximum", "maxLength", "minLength")
+_JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object", "null"}
+#: Operations that answer 500 where Proxmox VE does, with Proxmox's message (see docs/emulator.md).
+PROXMOX_500 = {
+    "GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces": "the VM is not running or has no guest "
+    "agent configured (Proxmox VE answers 500)",
+    "GET /nodes/{node}/lxc/{vmid}/interfaces": "the container is not running (Proxmox VE answers 500)",
+}
+
+
+def _default(spec: dict[str, Any]) -> Any:
+    """The schema's default if the emulator would accept it as a value (Proxmox also writes prose there,
+    such as "same as user"), as a JSON value of the declared type; ``...`` otherwise."""
+    try:
+        value = coerce_value(spec, spec["default"])
+    except (ValueError, TypeError):
+        return ...
+    return bool(value) if spec.get("type") == "boolean" else value
 
 
 def _json_schema(spec: dict[str, Any], depth: int = 0) -> dict[str, Any]:
     out: dict[str, Any] = {k: spec[k] for k in _KEEP if k in spec}
     kind = spec.get("type")
-    if kind == "null":
-        out["type"] = "null"
+    if kind not in _JSON_TYPES:
+        out.pop("type", None)  # Proxmox's "any" (and no type at all) is JSON Schema's empty schema
     if kind == "boolean":
         out["type"] = "boolean"
         out.pop("enum", None)
+    if "default" in spec and (default := _default(spec)) is not ...:
+        out["default"] = default
     if isinstance(spec.get("format"), str):
         out["format"] = spec["format"]
-    if "pattern" in out:
-        out["pattern"] = str(out["pattern"])
+    if "pattern" in spec:
+        # Proxmox matches the whole value (`m/^$pattern$/`); JSON Schema patterns match anywhere.
+        out["pattern"] = f"^(?:{python_regex(str(spec['pattern']))})$"
     if kind == "array" and isinstance(spec.get("items"), dict) and depth < 6:
         out["items"] = _json_schema(spec["items"], depth + 1)
     if kind == "object" and isinstance(spec.get("properties"), dict) and depth < 6:
@@ -35,10 +56,13 @@ def _json_schema(spec: dict[str, Any], depth: int = 0) -> dict[str, Any]:
 def _operation(op: Operation) -> dict[str, Any]:
     parameters: list[dict[str, Any]] = []
     body_props: dict[str, Any] = {}
+    indexed: dict[str, Any] = {}
     required: list[str] = []
     for name, spec in op.params.items():
         schema = _json_schema(spec)
-        if name in op.path_params:
+        if name.endswith("[n]"):  # net0, net1, ...: the schema's `net[n]` is not itself a parameter
+            indexed[f"^{re.escape(name[:-3])}{INDEX}$"] = schema
+        elif name in op.path_params:
             parameters.append({"name": name, "in": "path", "required": True, "schema": schema})
         elif op.method in ("GET", "DELETE"):
             parameters.append(
@@ -69,8 +93,16 @@ def _operation(op: Operation) -> dict[str, Any]:
             "404": {"description": "resource does not exist"},
         },
     }
-    if body_props:
+    if op.key in PROXMOX_500:
+        out["responses"]["500"] = {"description": PROXMOX_500[op.key]}
+    if op.path.startswith("/nodes/{node}/"):
+        out["responses"]["595"] = {"description": "the node is offline (Proxmox VE's 'no route to host')"}
+    if body_props or indexed:
         body_schema: dict[str, Any] = {"type": "object", "properties": body_props}
+        if indexed:
+            body_schema["patternProperties"] = indexed
+        if not op.additional_params:
+            body_schema["additionalProperties"] = False
         if required:
             body_schema["required"] = required
         out["requestBody"] = {

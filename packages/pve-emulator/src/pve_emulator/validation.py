@@ -18,6 +18,10 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 _LIST_SPLIT = re.compile(r"[,;\s]+")
 _INT = re.compile(r"^[+-]?[0-9]{1,30}$")  # ASCII: str.isdigit() and \d also take "²", "\u0663"
+# Integers are 64-bit, as in Perl (Proxmox's language; beyond, it turns them into floats) and in what
+# reads the API (Go, Rust, PostgreSQL bigint): a larger one is refused, not stored.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON can escape a lone surrogate; UTF-8 cannot carry it
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +85,22 @@ def _vmid(value: str) -> bool:
     return vmid is not None and 100 <= vmid <= 999_999_999
 
 
+_DISK_SIZE = re.compile(r"([0-9]{1,30})(\.[0-9]{1,30})?([KMGT]?)")
+_SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+def size_in_bytes(text: str) -> int | None:
+    """Bytes of a Proxmox size (``32G``, ``1.5T``, ``4096``: ASCII digits, optional fraction, optional K, M,
+    G or T), or None if it is not one or does not fit in 64 bits (computed exactly: no float to overflow)."""
+    m = _DISK_SIZE.fullmatch(text)
+    if m is None:
+        return None
+    unit = _SIZE_UNITS[m.group(3)]
+    fraction = m.group(2) or "."
+    size = int(m.group(1)) * unit + int(fraction[1:] or 0) * unit // 10 ** (len(fraction) - 1)
+    return size if size <= INT64_MAX else None
+
+
 # Named string formats we check; unknown formats are accepted (the schema has over a hundred).
 FORMAT_CHECKS: dict[str, Any] = {
     "pve-node": lambda v: bool(_NAME.match(v)),
@@ -102,6 +122,7 @@ FORMAT_CHECKS: dict[str, Any] = {
     "IPorCIDR": lambda v: _ip(v) or _cidr(v),
     "dns-name": lambda v: bool(_DNS.match(v)),
     "pve-tag": lambda v: bool(_TAG.match(v)),
+    "disk-size": lambda v: size_in_bytes(v) is not None,
 }
 # ``foo-list`` formats are lists of ``foo`` separated by commas, semicolons or spaces.
 LIST_FORMATS = {
@@ -241,11 +262,16 @@ def coerce_value(spec: dict[str, Any], value: Any) -> Any:
             raise ValueError(f"value must have a minimum value of {spec['minimum']}")
         if "maximum" in spec and out > spec["maximum"]:
             raise ValueError(f"value must have a maximum value of {spec['maximum']}")
+    if kind == "integer" and not INT64_MIN <= out <= INT64_MAX:
+        bound = ("minimum", INT64_MIN) if out < 0 else ("maximum", INT64_MAX)
+        raise ValueError(f"value must have a {bound[0]} value of {bound[1]}")
     if "enum" in spec and str(out) not in {str(e) for e in spec["enum"]}:
         raise ValueError(
             f"value '{out}' does not have a value in the enumeration '{', '.join(map(str, spec['enum']))}'"
         )
     if kind == "string":
+        if _SURROGATE.search(out):
+            raise ValueError("value is not valid Unicode text (lone surrogate)")
         if "maxLength" in spec and len(out) > spec["maxLength"]:
             raise ValueError(f"value may only be {spec['maxLength']} characters long")
         if "minLength" in spec and len(out) < spec["minLength"]:
@@ -260,16 +286,49 @@ def coerce_value(spec: dict[str, Any], value: Any) -> Any:
 
 
 _PATTERNS: dict[str, re.Pattern[str] | None] = {}
+# Perl stringifies a compiled `qr/.../i` as `(?^i:...)`: "the default flags, then these". Python's `re` has
+# no `^` there; a scoped group that sets the given flags and clears the others means the same.
+_PERL_CARET_GROUP = re.compile(r"\(\?\^([a-z]*):")
 
 
-def _full_match(pattern: str, value: str) -> bool:
+# Fragments Python's backtracking engine takes exponential time on (Perl's engine caches its way through
+# them), each with a form that matches the same strings in linear time. The OCI reference pattern joins
+# name components with `(?:[._]|__|[-]*)`: the empty separator makes `[a-z\d]+(?:SEP[a-z\d]+)*` split a run
+# of letters in every possible way before failing (`"x" * 30 + "!"` never returns). Two runs joined by
+# nothing are one run, so the separator may as well be non-empty.
+_LINEAR_FORMS = {"(?:[._]|__|[-]*)": "(?:[._]|__|-+)"}
+
+
+def python_regex(pattern: str) -> str:
+    """A schema ``pattern`` (a Perl regex) in the syntax of Python's ``re`` (and of ECMAScript 2025), in a
+    form it matches in linear time."""
+
+    def scoped(match: re.Match[str]) -> str:
+        flags = "".join(f for f in "ims" if f in match.group(1))
+        cleared = "".join(f for f in "ims" if f not in flags)
+        return f"(?{flags}-{cleared}:" if cleared else f"(?{flags}:"
+
+    for slow, linear in _LINEAR_FORMS.items():
+        pattern = pattern.replace(slow, linear)
+    return _PERL_CARET_GROUP.sub(scoped, pattern)
+
+
+def compiled_pattern(pattern: str) -> re.Pattern[str] | None:
+    """The schema pattern compiled for Python (cached), or None if it cannot be translated."""
     compiled = _PATTERNS.get(pattern, ...)
     if compiled is ...:
         try:
-            compiled = re.compile(pattern)
+            compiled = re.compile(python_regex(pattern))
         except re.error:
-            compiled = None  # a Perl-only construct: do not reject what we cannot check
+            compiled = None  # a test keeps every pattern of the shipped schemas compilable
         _PATTERNS[pattern] = compiled
+    return compiled
+
+
+def _full_match(pattern: str, value: str) -> bool:
+    """Proxmox anchors every pattern (``m/^$pattern$/``); so does this, without Perl's tolerance of a
+    trailing newline, which no stored value should carry."""
+    compiled = compiled_pattern(pattern)
     return compiled is None or compiled.fullmatch(value) is not None
 
 

@@ -11,6 +11,7 @@ from pve_emulator.errors import ApiError, bad_param, not_found
 from pve_emulator.mock.access import can_audit_vm
 from pve_emulator.mock.registry import Call, route
 from pve_emulator.mock.state import ClusterState, Guest, GuestKind, Snapshot, digest
+from pve_emulator.validation import size_in_bytes
 
 QEMU_DISK = re.compile(r"^(ide|sata|scsi|virtio)\d+$|^(efidisk0|tpmstate0)$")
 LXC_DISK = re.compile(r"^(rootfs|mp\d+)$")
@@ -47,13 +48,11 @@ LXC_CREATE_ONLY = {
     "ssh-public-keys",
     "ha-managed",
 }
-SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)$")
-_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
 
 def size_bytes(text: str) -> int:
-    m = SIZE.match(text)
-    return int(float(m.group(1)) * _UNITS[m.group(2)]) if m else 0
+    """Bytes of a ``size=`` value (validated as ``disk-size`` on the way in); 0 if it is not one."""
+    return size_in_bytes(text) or 0
 
 
 def mac_for(vmid: int, index: int) -> str:
@@ -186,8 +185,10 @@ def _allocate_disk(
         return str(value)
     if storage not in state.storages:
         raise bad_param(key, f"storage '{storage}' does not exist")
-    if re.fullmatch(r"\d+(\.\d+)?", name):
+    if re.fullmatch(r"[0-9]+(\.[0-9]+)?", name):
         size = f"{name}G"
+        if size_in_bytes(size) is None:  # a float would make it infinity, and every later read a 500
+            raise bad_param(key, "disk size in GiB does not fit in 64 bits")
         index = 0
         prefix = (
             "vm"

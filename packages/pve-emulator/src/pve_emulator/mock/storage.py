@@ -9,6 +9,7 @@ from typing import Any
 from pve_emulator.errors import bad_param, not_found
 from pve_emulator.mock.registry import Call, route
 from pve_emulator.mock.state import ClusterState, Volume
+from pve_emulator.validation import INT64_MAX
 
 _CAPACITY = {
     "dir": 100,
@@ -271,10 +272,12 @@ def allocate_volume(call: Call) -> str:
     if volid in call.state.volumes:
         raise bad_param("filename", f"volume '{volid}' already exists")
     size_text = str(call.params["size"])
-    m = re.fullmatch(r"(\d+)([KMG]?)", size_text)
+    m = re.fullmatch(r"([0-9]{1,30})([KMG]?)", size_text)
     if not m:
         raise bad_param("size", "size must be a number with an optional K, M or G suffix")
     size = int(m.group(1)) * {"": 1024, "K": 1024, "M": 1024**2, "G": 1024**3}[m.group(2)]
+    if size > INT64_MAX:
+        raise bad_param("size", "size does not fit in 64 bits")
     shared = bool(call.state.storages[storage].get("shared"))
     call.state.volumes[volid] = Volume(
         volid=volid,

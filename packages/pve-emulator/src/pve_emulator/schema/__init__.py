@@ -19,6 +19,9 @@ DEFAULT_RELEASE = "9.1"
 
 _VAR = re.compile(r"^\{([^}]+)\}$")
 _INDEXED = re.compile(r"^(.+)\[n\]$")
+#: The index of ``net[n]``-style parameters as Proxmox names them: ``net0`` to ``net31``, ``mp0`` to
+#: ``mp255``; ASCII digits, no leading zero, at most three (an index is an int everywhere it is used).
+INDEX = "(?:0|[1-9][0-9]{0,2})"
 
 
 @dataclass(slots=True)
@@ -42,12 +45,13 @@ class Operation:
         return f"{self.method} {self.path}"
 
     def param_spec(self, name: str) -> dict[str, Any] | None:
-        """Schema of a parameter, resolving indexed names such as ``net0`` to ``net[n]``."""
+        """Schema of a parameter, resolving indexed names such as ``net0`` to ``net[n]`` (the template
+        ``net[n]`` itself is not a parameter)."""
         spec = self.params.get(name)
         if spec is not None:
-            return spec
+            return None if name.endswith("[n]") else spec
         for pattern, template in self.indexed_params:
-            if pattern.match(name):
+            if pattern.fullmatch(name):
                 return self.params[template]
         return None
 
@@ -142,7 +146,7 @@ def _operation(raw: dict[str, Any]) -> Operation:
     for name in params:
         m = _INDEXED.match(name)
         if m:
-            indexed.append((re.compile(rf"^{re.escape(m.group(1))}\d+$"), name))
+            indexed.append((re.compile(rf"{re.escape(m.group(1))}{INDEX}"), name))
     return Operation(
         method=raw["method"],
         path=raw["path"],
