@@ -31,7 +31,7 @@ from pve_emulator.config import (
     DEFAULT_USER,
     EmulatorConfig,
 )
-from pve_emulator.mock.scenarios import build
+from pve_emulator.mock.scenarios import demo
 from pve_emulator.mock.state import ClusterState
 from pve_emulator.server import create_app
 from pve_emulator.validation import decimal
@@ -78,15 +78,7 @@ PARITY: list[tuple[int, str | None, str]] = [
 
 
 def demo_cluster() -> ClusterState:
-    return build(
-        "demo",
-        vms=None,
-        nodes=None,
-        user=DEFAULT_USER,
-        password=DEFAULT_PASSWORD,
-        token_id=DEFAULT_TOKEN_ID,
-        token_secret=DEFAULT_TOKEN_SECRET,
-    )
+    return demo(DEFAULT_USER, DEFAULT_PASSWORD, DEFAULT_TOKEN_ID, DEFAULT_TOKEN_SECRET)
 
 
 def fresh_state() -> None:

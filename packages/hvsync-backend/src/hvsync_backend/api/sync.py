@@ -23,7 +23,14 @@ from hvsync_backend.sync import bootstrap
 from hvsync_backend.sync import individual as individual_sync
 from hvsync_backend.sync.framework import Stage
 from hvsync_backend.sync.leases import LeaseHeld, Leases, RunCancelled, holding
-from hvsync_backend.sync.options import FLAG_WORDS, SITE_NAME_MAX, OptionError, SyncOptions
+from hvsync_backend.sync.options import (
+    BRANCH_SCHEMA_ID_CHAR,
+    BRANCH_SCHEMA_ID_MAX,
+    FLAG_WORDS,
+    SITE_NAME_MAX,
+    OptionError,
+    SyncOptions,
+)
 from hvsync_backend.sync.proxmox import HvSource
 from hvsync_backend.sync.registry import FULL_UPDATE_ROUTE, STAGES
 from hvsync_backend.sync.runner import execute
@@ -76,8 +83,9 @@ BranchSchemaId = Annotated[
     str | None,
     Query(
         description="netbox-branching schema id: every NetBox request carries `X-NetBox-Branch: <id>`",
-        pattern=r"^[A-Za-z0-9_-]{0,64}$",
-        max_length=64,
+        # the same characters `scope_options` checks; empty means "not branched"
+        pattern=rf"^{BRANCH_SCHEMA_ID_CHAR}{{0,{BRANCH_SCHEMA_ID_MAX}}}$",
+        max_length=BRANCH_SCHEMA_ID_MAX,
         examples=["a1b2c3d4"],
     ),
 ]
@@ -131,13 +139,16 @@ def _parse_options(given: dict[str, str | None]) -> SyncOptions:
 
 
 Scope = Annotated[SyncOptions, Depends(scope_options)]
+#: A job id's characters and length, on the streams (`job=`) and on `POST /sync/cancel` alike.
+JOB_ID_CHAR = r"[A-Za-z0-9_.:-]"
+JOB_ID_MAX = 64
 #: The caller's job id, by which it may cancel the run; plain and short.
 Job = Annotated[
     str | None,
     Query(
         description="the caller's job id (up to 64 of A-Z a-z 0-9 _ . : -); `POST /sync/cancel` stops its runs",
-        pattern=r"^[A-Za-z0-9_.:-]{0,64}$",
-        max_length=64,
+        pattern=rf"^{JOB_ID_CHAR}{{0,{JOB_ID_MAX}}}$",
+        max_length=JOB_ID_MAX,
         examples=["job-1"],
     ),
 ]
@@ -160,7 +171,8 @@ def _runs(request: Request) -> RunRegistry:
 async def cancel(
     context: Ctx,
     job: Annotated[
-        str, Query(description="the job id given on the streams", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+        str,
+        Query(description="the job id given on the streams", pattern=rf"^{JOB_ID_CHAR}{{1,{JOB_ID_MAX}}}$"),
     ],
 ) -> JSONResponse:
     """Stop every running sync of the caller's job (`job=`, as given on its streams), in any backend

@@ -14,7 +14,9 @@ _FALSE = {"0", "false", "no", "off", "disabled", "disable", "never"}
 FLAG_WORDS = tuple(sorted(_TRUE | _FALSE))
 #: A netbox-branching schema id (8 lowercase alphanumerics there; any 1-64 of ASCII letters, digits, _ and -
 #: here). ASCII only: it travels in the X-NetBox-Branch header, and `str.isalnum` accepts "é" and "²".
-BRANCH_SCHEMA_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+BRANCH_SCHEMA_ID_CHAR = r"[A-Za-z0-9_-]"
+BRANCH_SCHEMA_ID_MAX = 64
+BRANCH_SCHEMA_ID = re.compile(rf"{BRANCH_SCHEMA_ID_CHAR}{{1,{BRANCH_SCHEMA_ID_MAX}}}")
 #: The default site's name: NetBox's limit (100), printable characters only.
 SITE_NAME_MAX = 100
 
