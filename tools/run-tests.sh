@@ -30,6 +30,9 @@ mkdir -p .netbox
   >.netbox/templates.log 2>&1 &
 templates_pid=$!
 
+# the browser tests (emulator docs offline, the plugin's sync-run page) drive Debian's chromium
+bash tools/ensure-chromium.sh
+
 # One pytest process per suite: each suite has its own conftest.py and fixtures.
 for suite in packages/pve-emulator/tests packages/hvsync-backend/tests packages/netbox-hvsync/tests/rules; do
   echo "== $suite"

@@ -22,6 +22,18 @@ def _declared() -> set[str]:
     }
 
 
+def _located(node: ast.AST) -> str | None:
+    """The name in ``find_spec("name")``: a package found (for the files it ships), never imported."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    first = node.args[0]
+    if called == "find_spec" and isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    return None
+
+
 def _imported() -> set[str]:
     names: set[str] = set()
     for path in SOURCE.rglob("*.py"):
@@ -30,6 +42,8 @@ def _imported() -> set[str]:
                 names.update(alias.name.split(".")[0] for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
+            elif located := _located(node):  # used for its files only (fastapi-offline's docs assets)
+                names.add(located.split(".")[0])
     return {n for n in names if n not in sys.stdlib_module_names and n != "pve_emulator"}
 
 

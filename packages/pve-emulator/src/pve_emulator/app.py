@@ -19,7 +19,6 @@ from pve_emulator.errors import ApiError
 from pve_emulator.schema import ApiSchema, Operation
 from pve_emulator.validation import ParameterError, validate_params
 from pve_emulator.wire import (
-    DOC_PATHS,
     Receive,
     Scope,
     Send,
@@ -27,6 +26,7 @@ from pve_emulator.wire import (
     cookie_value,
     dumps,
     error_body,
+    is_doc_path,
     parse_pairs,
     read_body,
     request_headers,
@@ -83,8 +83,8 @@ class EmulatorApp:
         if scope["type"] != "http":
             return
         path, real = split_path(scope)
-        if not real and path in DOC_PATHS:
-            await send_docs(send, path, self._openapi_json)
+        if not real and is_doc_path(path):
+            await send_docs(send, path, self._openapi_json, scope)
             return
         try:
             status, payload, headers = await self._dispatch(scope, receive, path, real)

@@ -140,12 +140,18 @@ def build(schema: ApiSchema) -> dict[str, Any]:
     }
 
 
+# The pages load their assets from the emulator itself (``/docs-static/``, see ``docs_assets``), never from
+# a CDN: they must work on a machine without internet. ``validatorUrl: null`` keeps Swagger UI from
+# asking validator.swagger.io to check the document.
 SWAGGER_HTML = """<!doctype html><html><head><title>Proxmox VE API emulator</title>
-<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css"></head>
+<link rel="icon" type="image/png" href="/docs-static/favicon.png">
+<link rel="stylesheet" href="/docs-static/swagger-ui.css"></head>
 <body><div id="swagger-ui"></div>
-<script src="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
-<script>SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-ui"});</script></body></html>"""
+<script src="/docs-static/swagger-ui-bundle.js"></script>
+<script>SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-ui", validatorUrl: null});</script>
+</body></html>"""
 
-REDOC_HTML = """<!doctype html><html><head><title>Proxmox VE API emulator</title></head>
+REDOC_HTML = """<!doctype html><html><head><title>Proxmox VE API emulator</title>
+<link rel="icon" type="image/png" href="/docs-static/favicon.png"></head>
 <body><redoc spec-url="/openapi.json"></redoc>
-<script src="https://cdn.jsdelivr.net/npm/redoc@2/bundles/redoc.standalone.js"></script></body></html>"""
+<script src="/docs-static/redoc.standalone.js"></script></body></html>"""

@@ -22,8 +22,16 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 REAL_PREFIX = "/api2/json"
 MAX_BODY = 16 * 1024 * 1024
-JSON_HEADERS = [(b"content-type", b"application/json;charset=UTF-8"), (b"cache-control", b"max-age=0")]
+JSON_TYPE = b"application/json;charset=UTF-8"
+JSON_HEADERS = [(b"content-type", JSON_TYPE), (b"cache-control", b"max-age=0")]
 DOC_PATHS = frozenset({"/docs", "/redoc", "/openapi.json"})
+#: Swagger UI / ReDoc files (``pve_emulator.docs_assets``): public and read-only, like the pages.
+DOC_ASSET_PREFIX = "/docs-static/"
+
+
+def is_doc_path(path: str) -> bool:
+    """Whether ``path`` is documentation (pages, document or their assets), served without login."""
+    return path in DOC_PATHS or path.startswith(DOC_ASSET_PREFIX)
 
 
 def dumps(value: Any) -> bytes:
@@ -171,20 +179,34 @@ async def send_answer(
     await send({"type": "http.response.body", "body": body})
 
 
-async def send_docs(send: Send, path: str, openapi_json: Callable[[], bytes]) -> None:
-    """Serve ``/openapi.json`` (from ``openapi_json``, which may cache) or the Swagger/ReDoc pages."""
-    from pve_emulator import openapi  # only documentation readers pay for it
+async def send_docs(
+    send: Send, path: str, openapi_json: Callable[[], bytes], scope: Scope | None = None
+) -> None:
+    """Serve ``/openapi.json`` (from ``openapi_json``, which may cache), the Swagger/ReDoc pages, or one
+    of their assets (GET and HEAD only: documentation is read-only)."""
+    from pve_emulator import docs_assets, openapi  # only documentation readers pay for it
 
-    if path == "/openapi.json":
+    method = scope.get("method", "GET") if scope else "GET"
+    headers: list[tuple[bytes, bytes]] = []
+    status = 200
+    if method not in ("GET", "HEAD"):
+        status, body, ctype = 405, dumps(error_body(ApiError(405, "method not allowed"), False)), JSON_TYPE
+        headers.append((b"allow", b"GET, HEAD"))
+    elif path.startswith(DOC_ASSET_PREFIX):
+        found = docs_assets.asset(path[len(DOC_ASSET_PREFIX) :])
+        if found is None:
+            status, body, ctype = 404, dumps(error_body(ApiError(404, "no such asset"), False)), JSON_TYPE
+        else:
+            body, ctype = found.body, found.content_type
+            headers += [(b"cache-control", docs_assets.CACHE_CONTROL), (b"etag", found.etag)]
+            if scope and request_headers(scope).get("if-none-match") == found.etag.decode():
+                status, body = 304, b""
+    elif path == "/openapi.json":
         body, ctype = openapi_json(), b"application/json"
     else:
         page = openapi.SWAGGER_HTML if path == "/docs" else openapi.REDOC_HTML
         body, ctype = page.encode(), b"text/html; charset=utf-8"
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [(b"content-type", ctype), (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    length = [] if status == 304 else [(b"content-length", str(len(body)).encode())]
+    headers = [(b"content-type", ctype), *length, *headers]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if method == "HEAD" else body})

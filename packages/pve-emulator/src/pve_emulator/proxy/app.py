@@ -29,13 +29,13 @@ from pve_emulator.returns import check_response
 from pve_emulator.schema import ApiSchema, Operation
 from pve_emulator.validation import FieldError, ParameterError, validate_params
 from pve_emulator.wire import (
-    DOC_PATHS,
     Receive,
     Scope,
     Send,
     bare_answer,
     dumps,
     error_body,
+    is_doc_path,
     parse_pairs,
     read_body,
     request_headers,
@@ -87,8 +87,8 @@ class ProxyApp:
         if scope["type"] != "http":
             return
         path, real = split_path(scope)
-        if not real and path in DOC_PATHS:
-            await send_docs(send, path, self._openapi_json)
+        if not real and is_doc_path(path):
+            await send_docs(send, path, self._openapi_json, scope)
             return
         extra: list[tuple[bytes, bytes]] = []
         try:
