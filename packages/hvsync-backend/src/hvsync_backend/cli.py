@@ -194,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     migrate = sub.add_parser("migrate", help="apply database migrations and exit")
     migrate.set_defaults(func=cmd_migrate)
+
+    from hvsync_backend.terminal.command import add_parser as add_sync_parser
+
+    add_sync_parser(sub)  # `sync`: run stages against a backend over HTTP (docs/terminal-runner.md)
     return parser
 
 
