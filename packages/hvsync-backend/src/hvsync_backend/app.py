@@ -14,6 +14,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from hvsync_backend import __version__
 from hvsync_backend.api import endpoints, hv, keys, meta
+from hvsync_backend.api import metrics as metrics_api
 from hvsync_backend.api import sync as sync_api
 from hvsync_backend.config import Settings
 from hvsync_backend.context import BackendContext, NotReady, build_context
@@ -24,7 +25,14 @@ from hvsync_backend.endpoints.schemas import SECRET_FIELDS
 log = logging.getLogger("hvsync_backend")
 
 # Add new routers here (one line each); every protected router depends on auth.dependency.require_api_key.
-ROUTERS: list[APIRouter] = [meta.router, keys.router, endpoints.router, hv.router, sync_api.router]
+ROUTERS: list[APIRouter] = [
+    meta.router,
+    keys.router,
+    endpoints.router,
+    hv.router,
+    sync_api.router,
+    metrics_api.router,  # protected by its own dependency: public only with HVSYNC_METRICS_PUBLIC
+]
 
 
 def _safe_errors(errors: Any) -> list[dict[str, Any]]:

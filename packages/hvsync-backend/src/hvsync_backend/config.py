@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     # bcrypt checks run at once per process; more wait (up to 10 s, then 503 with Retry-After), so a flood
     # of wrong keys cannot take every core. Concurrent checks of one presented key share one result.
     bcrypt_slots: int = Field(default=2, ge=1, le=64)
+    # GET /metrics needs the API key like every route unless the operator opens it (for a Prometheus
+    # that cannot send headers, on a network where the counters are not sensitive).
+    metrics_public: bool = False
     log_level: str = "info"
 
     @field_validator("trusted_proxies", mode="before")

@@ -22,6 +22,7 @@ from hvsync_backend.db.session import make_engine, make_session_factory, upgrade
 from hvsync_backend.endpoints.crypto import CredentialCipher, load_or_create_key_file, parse_keys
 from hvsync_backend.endpoints.registry import EndpointRegistry
 from hvsync_backend.hv.pool import ProxmoxClientPool
+from hvsync_backend.metrics import Metrics
 
 log = logging.getLogger("hvsync_backend")
 
@@ -42,6 +43,8 @@ class BackendContext:
     problems: dict[str, str] = field(default_factory=dict)
     #: Builds the transport of every NetBox client (None: the network); exists for tests (a fake NetBox).
     netbox_transport: Callable[[], httpx.AsyncBaseTransport] | None = None
+    #: This instance's Prometheus series (its own registry; see metrics.py).
+    metrics: Metrics = field(default_factory=Metrics)
 
     @property
     def registry(self) -> EndpointRegistry:
@@ -60,14 +63,19 @@ def build_context(settings: Settings, migrate: bool = True) -> BackendContext:
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     engine = make_engine(settings.resolved_database_url)
     factory = make_session_factory(engine)
+    metrics = Metrics()
     context = BackendContext(
         settings=settings,
         engine=engine,
         session_factory=factory,
         keys=KeyStore(factory, settings.bcrypt_rounds, VerificationCache(), slots=settings.bcrypt_slots),
-        lockout=LockoutTracker(settings.lockout_threshold, settings.lockout_seconds),
-        proxmox=ProxmoxClientPool(),
+        lockout=LockoutTracker(
+            settings.lockout_threshold, settings.lockout_seconds, on_lock=metrics.locked_out
+        ),
+        proxmox=ProxmoxClientPool(observer=metrics.observer("proxmox")),
+        metrics=metrics,
     )
+    metrics.watch_key_cache(lambda: len(context.keys.cache))
     if migrate:
         try:
             upgrade_to_head(engine)

@@ -214,11 +214,17 @@ def _stream(
         async def emit(event: str, data: dict[str, Any]) -> None:
             await run.emit(event, {**data, "run_id": run.id} if event == "complete" else data)
 
+        async def refuse(problem: dict[str, Any]) -> None:
+            """A run that could not start still ends with `complete`, and counts as a failed run."""
+            data = _failed(name, options, problem)
+            context.metrics.run_finished(data, ())
+            await emit("complete", data)
+
         try:
             targets = await load_targets(context, options.hv_endpoint_ids, options.inventory_branch_schema_id)
         except UnknownHvEndpoints as exc:
             problem = {"source": "backend", "status": 404, "detail": str(exc)}
-            await emit("complete", _failed(name, options, problem))
+            await refuse(problem)
             return
         if targets.netbox is None:
             problem = {
@@ -226,7 +232,7 @@ def _stream(
                 "status": None,
                 "detail": targets.netbox_missing_reason or "no NetBox",
             }
-            await emit("complete", _failed(name, options, problem))
+            await refuse(problem)
             return
         try:
             pairs = lease_pairs(targets.sources, stages, options)
@@ -245,11 +251,10 @@ def _stream(
                     options=options,
                     emit=emit_released,
                     run_id=run.id,
+                    metrics=context.metrics,
                 )
         except (LeaseHeld, RunCancelled) as exc:
-            await emit(
-                "complete", _failed(name, options, {"source": "backend", "status": 409, "detail": str(exc)})
-            )
+            await refuse({"source": "backend", "status": 409, "detail": str(exc)})
 
     chunks: AsyncIterator[str] = _runs(request).stream(
         _signature(request),
@@ -398,6 +403,7 @@ async def individual(
                 sources=targets.sources,
                 options=options,
                 emit=emit,
+                metrics=context.metrics,
             )
     except LeaseHeld as exc:
         return JSONResponse({"ok": False, "detail": str(exc)}, status_code=409)

@@ -19,6 +19,7 @@ from hvsync_backend.auth.client_ip import client_ip
 from hvsync_backend.auth.hashing import key_problem
 from hvsync_backend.auth.keys import VerificationBusy
 from hvsync_backend.context import BackendContext
+from hvsync_backend.metrics import REASON_INVALID, REASON_LOCKED, REASON_MISSING
 
 API_KEY_HEADER = "X-Service-API-Key"
 INVALID_KEY = "Invalid API key"
@@ -57,6 +58,7 @@ def _fast_path(context: BackendContext, ip: str, presented: str | None) -> int |
     """Answer from memory when possible: a locked IP (raises 429) or a recently confirmed cached key."""
     left = context.lockout.retry_after(ip)
     if left is not None:
+        context.metrics.auth_failed(REASON_LOCKED)
         raise _locked(left)
     if not presented:
         return None
@@ -96,7 +98,9 @@ def authenticate(context: BackendContext, ip: str, presented: str | None) -> int
         raise HTTPException(503, NO_KEY_CONFIGURED)
     left = context.lockout.record_failure(ip)
     if left is not None:
+        context.metrics.auth_failed(REASON_LOCKED)
         raise _locked(left)
+    context.metrics.auth_failed(REASON_INVALID if presented else REASON_MISSING)
     raise HTTPException(401, INVALID_KEY, headers={"WWW-Authenticate": API_KEY_HEADER})
 
 

@@ -26,7 +26,10 @@ class LockoutTracker:
         duration: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
         max_tracked: int = 100_000,
+        on_lock: Callable[[], None] | None = None,
     ) -> None:
+        """``on_lock`` is called once each time an IP becomes locked (the backend counts lockouts)."""
+        self.on_lock = on_lock
         self.threshold = threshold
         self.duration = duration
         self._clock = clock
@@ -60,9 +63,12 @@ class LockoutTracker:
                 self._prune()
             state = self._states.setdefault(ip, _State())
             state.failures += 1
-            if state.failures >= self.threshold:
+            locked = state.failures >= self.threshold
+            if locked:
                 state.locked_until = self._clock() + self.duration
-            return None
+        if locked and self.on_lock is not None:
+            self.on_lock()
+        return None
 
     def record_success(self, ip: str) -> None:
         with self._lock:

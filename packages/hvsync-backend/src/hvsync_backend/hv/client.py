@@ -23,6 +23,7 @@ from hvsync_backend.hv.errors import (
     ProxmoxNotConfigured,
     ProxmoxUnreachable,
 )
+from hvsync_backend.metrics import RequestObserver, observed
 from hvsync_backend.wire.redaction import sweep_text
 
 TICKET_LIFETIME = 2 * 3600.0
@@ -31,8 +32,14 @@ _MAX_DETAIL = 300
 
 
 class ProxmoxClient:
-    def __init__(self, target: HvTarget, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        target: HvTarget,
+        transport: httpx.AsyncBaseTransport | None = None,
+        observer: RequestObserver | None = None,
+    ) -> None:
         self.target = target
+        self._observer = observer
         self._http = httpx.AsyncClient(
             base_url=target.api_url,
             verify=target.verify_ssl,
@@ -164,8 +171,10 @@ class ProxmoxClient:
         attempt = 0
         while True:
             try:
-                response = await self._http.request(
-                    http_method, url, params=params, data=data, headers=headers
+                response = await observed(
+                    self._observer,
+                    http_method,
+                    self._http.request(http_method, url, params=params, data=data, headers=headers),
                 )
             except httpx.TransportError as exc:
                 if attempt < retries:

@@ -9,14 +9,19 @@ import httpx
 
 from hvsync_backend.endpoints.service import HvTarget
 from hvsync_backend.hv.client import ProxmoxClient
+from hvsync_backend.metrics import RequestObserver
 
 
 class ProxmoxClientPool:
     def __init__(
-        self, transport_factory: Callable[[HvTarget], httpx.AsyncBaseTransport] | None = None
+        self,
+        transport_factory: Callable[[HvTarget], httpx.AsyncBaseTransport] | None = None,
+        observer: RequestObserver | None = None,
     ) -> None:
-        """``transport_factory`` replaces the network (tests, or a custom proxy transport)."""
+        """``transport_factory`` replaces the network (tests, or a custom proxy transport); ``observer``
+        is told about every request the clients send (the backend's metrics)."""
         self.transport_factory = transport_factory
+        self.observer = observer
         self._clients: dict[int, tuple[tuple[object, ...], ProxmoxClient]] = {}
         self._lock = asyncio.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -37,7 +42,7 @@ class ProxmoxClientPool:
             if cached and cached[0] == fingerprint:
                 return cached[1]
             transport = self.transport_factory(target) if self.transport_factory else None
-            client = ProxmoxClient(target, transport=transport)
+            client = ProxmoxClient(target, transport=transport, observer=self.observer)
             self._clients[target.id] = (fingerprint, client)
         if cached:
             await cached[1].aclose()

@@ -25,6 +25,7 @@ from hvsync_backend.inventory.errors import (
     redact,
 )
 from hvsync_backend.inventory.releases import INTERFACE_LISTS, NetBoxRelease, write_primary_macs
+from hvsync_backend.metrics import RequestObserver, observed
 
 BRANCH_HEADER = "X-NetBox-Branch"
 #: Seconds an idle keep-alive connection is kept for reuse (below gunicorn's default keepalive of 2 s).
@@ -62,6 +63,8 @@ class NetBoxConfig:
     write_chunk: int = 50
     #: Builds the client's HTTP transport (None: the network); set from `BackendContext.netbox_transport`.
     transport: Callable[[], httpx.AsyncBaseTransport] | None = field(default=None, repr=False, compare=False)
+    #: Told about every request the client sends (the backend's metrics); None: nobody.
+    observer: RequestObserver | None = field(default=None, repr=False, compare=False)
 
     @staticmethod
     def auth_header_for(token_version: int, token: str, token_key: str | None = None) -> str:
@@ -172,13 +175,13 @@ class NetBoxClient:
         started = time.monotonic()
         try:
             try:
-                response = await self._http.request(method, path, params=params, json=json)
+                response = await self._send(method, path, params, json)
             except (httpx.ReadError, httpx.RemoteProtocolError):
                 if is_write:
                     raise
                 # A keep-alive connection NetBox's gunicorn closed while idle (its keepalive is a few
                 # seconds) fails on reuse before anything was read: a GET is safe to send again once.
-                response = await self._http.request(method, path, params=params, json=json)
+                response = await self._send(method, path, params, json)
         except httpx.TimeoutException as exc:
             raise NetBoxUnreachable(
                 f"NetBox did not answer {method} /api/{path} within {self.config.timeout:g}s ({type(exc).__name__})",
@@ -211,6 +214,10 @@ class NetBoxClient:
                 status=response.status_code,
                 path=f"/api/{path}",
             ) from None
+
+    async def _send(self, method: str, path: str, params: dict[str, Any] | None, json: Any) -> httpx.Response:
+        request = self._http.request(method, path, params=params, json=json)
+        return await observed(self.config.observer, method, request)
 
     def _error(self, response: httpx.Response, method: str, path: str) -> NetBoxError:
         try:

@@ -188,7 +188,7 @@ async def run_kind(kind: Kind, ctx: SyncContext, counts: Counts) -> Plan:
     await write_plan(kind, ctx, plan, part, ids)
     if kind.owns_objects:
         await sidecars.write(ctx, kind, desired, ids, part)
-    counts.add(part)
+    ctx.tally(kind.name, counts, part)
     await ctx.step("write", f"{kind.name}: written", counts=part.as_dict())
     return plan
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hvsync_backend.inventory.client import NetBoxClient
+from hvsync_backend.metrics import Metrics
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.parse import Sighting
 from hvsync_backend.sync.proxmox import ClusterInfo, Guest, HvSource, ProxmoxReader, ProxmoxReadError
@@ -171,6 +172,14 @@ class SyncContext:
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     #: recorded as the sidecars' `last_run_id` when this run creates or changes them
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    #: the backend's metrics, told each kind's written objects (None: runs outside the service)
+    metrics: Metrics | None = None
+
+    def tally(self, kind: str, counts: Counts, part: Counts) -> None:
+        """Add one kind's counts to its stage's, and report them unless this is a dry run (nothing written)."""
+        counts.add(part)
+        if self.metrics is not None and not self.options.dry_run:
+            self.metrics.objects_handled(kind, part.as_dict())
 
     def background(self, work: Awaitable[Any]) -> None:
         """Run read-ahead work alongside the stages; it must handle its own errors."""

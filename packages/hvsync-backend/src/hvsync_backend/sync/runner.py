@@ -13,6 +13,7 @@ from typing import Any
 
 from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.inventory.errors import NetBoxError
+from hvsync_backend.metrics import Metrics
 from hvsync_backend.sync.framework import Stage, stage_summary
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReadError
@@ -67,21 +68,25 @@ async def execute(
     emit: Emit,
     client: NetBoxClient | None = None,
     run_id: str | None = None,
+    metrics: Metrics | None = None,
 ) -> dict[str, Any]:
     """Run `stages` in order and emit the final `complete`; returns its payload.
 
-    `run_id` is the stream's run id (the plugin passes its job's); sidecars record it as `last_run_id`."""
+    `run_id` is the stream's run id (the plugin passes its job's); sidecars record it as `last_run_id`.
+    `metrics` (the backend's) counts the run, each stage's duration and each kind's objects."""
     started = time.monotonic()
     if netbox is None:
         problem = {"source": "backend", "status": None, "detail": "no inventory endpoint is configured"}
         data = _complete_without_run(name, options, started, problem)
+        if metrics is not None:
+            metrics.run_finished(data, ())
         await emit("complete", data)
         return data
     own_client = client is None
     nb = client or NetBoxClient(
         replace(netbox, branch_schema_id=options.inventory_branch_schema_id or netbox.branch_schema_id)
     )
-    ctx = SyncContext(netbox=nb, sources=sources, options=options, emit=emit)
+    ctx = SyncContext(netbox=nb, sources=sources, options=options, emit=emit, metrics=metrics)
     if run_id:
         ctx.run_id = run_id
     ctx.upcoming = [kind for stage in stages for kind in stage.kinds]
@@ -125,6 +130,8 @@ async def execute(
         ctx.cancel_background()
         if own_client:
             await nb.aclose()
+    if metrics is not None:
+        metrics.run_finished(data, stage_rows)
     await emit("complete", data)
     return data
 

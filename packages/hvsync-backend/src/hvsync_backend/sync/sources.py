@@ -46,5 +46,6 @@ async def load_targets(
         verify_ssl=inventory.verify_ssl,
         branch_schema_id=branch,
         transport=context.netbox_transport,
+        observer=context.metrics.observer("netbox"),
     )
     return RunTargets(config, sources)

@@ -262,7 +262,7 @@ async def prune_tasks(ctx: SyncContext, counts: Counts, kind: TaskKind) -> None:
                 await ctx.problem(result.as_problem(gone.label), f"task {gone.label}: delete failed")
             else:
                 part.deleted += 1
-    counts.add(part)
+    ctx.tally(kind.name, counts, part)
     await ctx.step(
         "write",
         f"task: {part.deleted} row(s) older than {TASK_RETENTION_DAYS} days and no longer listed by Proxmox removed",
