@@ -890,7 +890,15 @@ def start_instance(name: str, db: str, port: int, redis_base: int, workers: int)
             str(d / "logs" / "access.log"),
             "hvsync_netbox_wsgi:application",
         ],
-        "rqworker": [str(RELEASE.venv / "bin" / "netbox"), "rqworker", "high", "default", "low"],
+        # hvsync's own queue first (PluginConfig.queues, docs/plugin.md "Queue"), then NetBox's
+        "rqworker": [
+            str(RELEASE.venv / "bin" / "netbox"),
+            "rqworker",
+            "netbox_hvsync.sync",
+            "high",
+            "default",
+            "low",
+        ],
     }
     pids = {name: spawn(argv, env, d, d / "logs" / f"{name}.log") for name, argv in procs.items()}
     (d / "pids.json").write_text(json.dumps(pids))

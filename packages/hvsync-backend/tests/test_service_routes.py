@@ -103,3 +103,9 @@ def test_plain_postgresql_url_uses_psycopg3(tmp_path) -> None:
     assert s.resolved_database_url == "postgresql+psycopg://u@db:5432/hvsync"
     s = Settings(data_dir=tmp_path, database_url="postgres://u@db/hvsync")
     assert s.resolved_database_url == "postgresql+psycopg://u@db/hvsync"
+
+
+def test_trusted_proxies_from_the_environment_are_comma_separated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The documented form: not parsed as JSON first (pydantic-settings would refuse `127.0.0.1`)."""
+    monkeypatch.setenv("HVSYNC_TRUSTED_PROXIES", "127.0.0.1, 10.0.0.0/8")
+    assert Settings().trusted_proxies == ["127.0.0.1", "10.0.0.0/8"]

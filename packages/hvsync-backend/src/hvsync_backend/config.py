@@ -11,10 +11,10 @@ import os
 import tomllib
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 CONFIG_FILE_ENV = "HVSYNC_CONFIG_FILE"
 
@@ -53,7 +53,8 @@ class Settings(BaseSettings):
     encryption_key_file: Path | None = None
     host: str = "127.0.0.1"
     port: int = Field(default=8800, ge=1, le=65535)
-    trusted_proxies: list[str] = Field(default_factory=list)
+    # comma-separated in the environment (NoDecode: not parsed as JSON first), a list or a string in TOML
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
     lockout_threshold: int = Field(default=5, ge=1)
     lockout_seconds: float = Field(default=300.0, gt=0)
     bcrypt_rounds: int = Field(default=12, ge=4, le=16)

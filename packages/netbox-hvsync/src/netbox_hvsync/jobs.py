@@ -1,5 +1,8 @@
 """Sync jobs on NetBox's job queue: a core Job row whose `data["sync"]` records what was asked for.
 
+Each enqueue (each occurrence of a recurring job too) picks the RQ queue: hvsync's own when a worker
+serves it, else `default` with a warning in the block (netbox_hvsync.queue).
+
 `enqueue_sync()` is the single way a sync is queued (REST `sync/schedule/`, UI buttons, repair). The job
 body lives in `sync_runner` (preflight, scope, local reconciliation, stage loop).
 """
@@ -17,6 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from netbox.jobs import JobRunner
 
 from netbox_hvsync.choices import SYNC_TYPE_ALL, SyncModeChoices
+from netbox_hvsync.queue import choose_queue
 from netbox_hvsync.sync.runner import run_sync_job
 
 SYNC_JOB_NAME = "hvsync sync"
@@ -64,11 +68,20 @@ class SyncJob(JobRunner):
     def enqueue(cls, *args: Any, sync: dict[str, Any] | None = None, **kwargs: Any) -> Job:
         """Queue the job and store its sync block before the transaction commits (the worker starts after).
 
-        A recurring job re-enqueues itself with the same kwargs; each occurrence gets a fresh run_id.
+        A recurring job re-enqueues itself with the same kwargs; each occurrence gets a fresh run_id and
+        chooses its queue again (a worker may have started or stopped since).
         """
         block = dict(sync or build_sync_block())
         if kwargs.get("interval") and sync is not None:
             block = {**block, "run_id": str(uuid.uuid4()), "errors": [], "stages": []}
+        if not kwargs.get("queue_name"):
+            choice = choose_queue()
+            kwargs["queue_name"] = choice.name
+            block = {
+                **block,
+                "queue": choice.record(),
+                "warnings": [choice.warning] if choice.warning else [],
+            }
         for attempt in (1, 2):
             try:
                 with transaction.atomic():
