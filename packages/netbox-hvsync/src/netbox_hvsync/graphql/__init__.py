@@ -1,0 +1,1 @@
+"""GraphQL types, filters and queries of the plugin's models (NetBox's `/graphql/`)."""
