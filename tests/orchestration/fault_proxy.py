@@ -3,7 +3,8 @@
 Requests pass through to the upstream (the backend, or NetBox for the backend's writes) unchanged (SSE
 streams chunk by chunk) unless a fault is set for the path. Faults are what a broken network or a broken
 server does: a status with a body, a redirect, a stream that ends without `complete`, an unparseable
-`complete`, a hang, a dropped connection, or a request that reached the server whose answer was lost. Every request is recorded, so
+`complete`, a hang, a dropped connection, a request that reached the server whose answer was lost, or a
+slow link (every chunk of the answer delayed). Every request is recorded, so
 tests can assert which calls the plugin made (and with which headers).
 """
 
@@ -23,7 +24,7 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length",
 
 @dataclass
 class Fault:
-    kind: str  # status | redirect | no_complete | bad_complete | hang | stall | drop | lost_answer
+    kind: str  # status | redirect | no_complete | bad_complete | hang | stall | drop | lost_answer | slow
     status: int = 200
     body: Any = None
     raw: str | None = None
@@ -115,6 +116,8 @@ class FaultProxy:
                     self._forward(body)
                 elif fault.kind == "lost_answer":  # the server did the work; the answer never came
                     self._forward(body, answer=False)
+                elif fault.kind == "slow":  # a slow link: the answer arrives, `seconds` late per chunk
+                    self._forward(body, delay=fault.seconds)
                 else:
                     self._inject(fault)
 
@@ -168,7 +171,7 @@ class FaultProxy:
                     raise ValueError(fault.kind)
                 self._send(200, text.encode(), "text/event-stream")
 
-            def _forward(self, body: bytes, answer: bool = True) -> None:
+            def _forward(self, body: bytes, answer: bool = True, delay: float = 0.0) -> None:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP | {"host"}}
                 try:
                     upstream = requests.request(
@@ -191,12 +194,23 @@ class FaultProxy:
                 for k, v in upstream.headers.items():
                     if k.lower() not in HOP_BY_HOP:
                         self.send_header(k, v)
+                # a slow link keeps the upstream's chunks apart (chunked framing), so a reader sees each
+                # frame when it arrives rather than a buffer-full at a time
+                chunked = delay > 0
+                if chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
                 self.send_header("Connection", "close")
                 self.end_headers()
                 self.close_connection = True
                 try:
                     for chunk in upstream.raw.stream(8192, decode_content=False):
+                        if chunked:
+                            time.sleep(delay)
+                            chunk = b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunk else b""
                         self.wfile.write(chunk)
+                        self.wfile.flush()
+                    if chunked:
+                        self.wfile.write(b"0\r\n\r\n")
                         self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     pass

@@ -12,6 +12,7 @@ except ImportError:  # outside NetBox: only netbox_hvsync.rules is usable
     PluginConfig = None  # type: ignore[assignment,misc]
 
 if PluginConfig is not None:
+    from netbox_hvsync.queue import PLUGIN_QUEUE, SYNC_QUEUE
 
     class HvsyncConfig(PluginConfig):
         name = "netbox_hvsync"
@@ -22,7 +23,11 @@ if PluginConfig is not None:
         base_url = "hvsync"
         min_version = "4.5.8"
         max_version = "4.7.99"
-        default_settings: dict = {"encryption_key": "", "stream_read_timeout": 120}
+        # RQ queue of the sync jobs, registered by NetBox as `netbox_hvsync.sync` (docs/plugin.md "Queue")
+        queues = [PLUGIN_QUEUE]
+        # hvsync_<model>[_list] queries in NetBox's /graphql/ (docs/plugin.md "GraphQL")
+        graphql_schema = "graphql.schema.schema"
+        default_settings: dict = {"encryption_key": "", "stream_read_timeout": 120, "queue": SYNC_QUEUE}
 
         def ready(self) -> None:
             super().ready()

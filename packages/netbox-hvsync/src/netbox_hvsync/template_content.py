@@ -1,14 +1,18 @@
-"""Panels on NetBox's VM, device and cluster pages linking to the Proxmox records behind them."""
+"""Panels on NetBox's VM, device and cluster pages linking to the Proxmox records behind them, and the
+"Sync run" button on NetBox's core job page of an hvsync sync job."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from core.models import Job
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from netbox.plugins import PluginTemplateExtension
 
 from netbox_hvsync import models
+from netbox_hvsync.sync.job_queries import sync_jobs
 
 PANEL = "netbox_hvsync/inc/proxmox_panel.html"
 
@@ -111,4 +115,21 @@ class DeletionRequestButtons(PluginTemplateExtension):
         )
 
 
-template_extensions = [VirtualMachinePanel, DevicePanel, ClusterPanel, DeletionRequestButtons]
+class SyncRunButton(PluginTemplateExtension):
+    """ "Sync run" on NetBox's core job page, for hvsync sync jobs only (the page the job has in the plugin)."""
+
+    models = ["core.job"]
+
+    def buttons(self) -> str:
+        job = self.context["object"]
+        if not sync_jobs(Job.objects.filter(pk=job.pk)).exists():
+            return ""
+        url = reverse("plugins:netbox_hvsync:sync_run", kwargs={"pk": job.pk})
+        return format_html(
+            '<a href="{}" class="btn btn-primary" id="hvsync-sync-run-link">'
+            '<i class="mdi mdi-sync"></i> Sync run</a>',
+            url,
+        )
+
+
+template_extensions = [VirtualMachinePanel, DevicePanel, ClusterPanel, DeletionRequestButtons, SyncRunButton]

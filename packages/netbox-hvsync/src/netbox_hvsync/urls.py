@@ -3,7 +3,7 @@
 from django.urls import include, path
 from utilities.urls import get_model_urls
 
-from .views import DeletionRequestDecideView, HomeView, SyncScheduleView, SyncStateView
+from .views import DeletionRequestDecideView, HomeView, SyncRunView, SyncScheduleView, SyncStateView
 
 ROUTES = (
     ("backend-endpoints", "backendendpoint"),
@@ -32,6 +32,7 @@ urlpatterns = [
     path("", HomeView.as_view(), name="home"),
     path("sync-state/", SyncStateView.as_view(), name="sync_state"),
     path("sync/schedule/", SyncScheduleView.as_view(), name="sync_schedule"),
+    path("sync-runs/<int:pk>/", SyncRunView.as_view(), name="sync_run"),
     path(
         "deletion-requests/<int:pk>/approve/",
         DeletionRequestDecideView.as_view(decision="approved"),

@@ -69,6 +69,8 @@ STAGE_ROUTES: Mapping[str, str] = wire.STAGE_ROUTES
 RECONCILE_ROUTES: Mapping[str, str] = reconciliation.RECONCILE_ROUTES
 #: How many `object` problem frames of one stage are copied into the job log.
 STEP_PROBLEM_LOG_LIMIT = 10
+#: How many failed objects of one stage's `complete` frame are kept in its job-data entry.
+FAILED_OBJECTS_LIMIT = 50
 
 Record = TypeVar("Record")
 
@@ -320,8 +322,12 @@ class SyncRun(RunState):
                 )
             stop = False
             for call in calls:
+                self.begin_progress(stage, index, len(stages))
                 params = {"hv_endpoint_ids": call.backend_ids_csv, **call.modes.query, **base_params}
-                run, entry, resolved = self._stage_call(resolved, stage, call, params, runtime)
+                try:
+                    run, entry, resolved = self._stage_call(resolved, stage, call, params, runtime)
+                finally:
+                    self.end_progress()
                 if len(calls) > 1 or call.modes != SyncModes():
                     entry["hv_endpoints"] = sorted(call.scope_map)
                     entry["sync_modes"] = {"vm": call.modes.vm, "vm_template": call.modes.vm_template}
@@ -382,7 +388,9 @@ class SyncRun(RunState):
 
         def on_step(step: dict[str, Any]) -> None:
             nonlocal problems
-            timer.see(step.get("endpoint_id"), time.monotonic())
+            now = time.monotonic()
+            timer.see(step.get("endpoint_id"), now)
+            self.see_progress(step, now)
             if step.get("phase") == "object" and problems < STEP_PROBLEM_LOG_LIMIT:
                 problems += 1
                 self.logger.warning("stage %s: %s", stage, str(step.get("message") or "")[:300])
@@ -447,6 +455,13 @@ class SyncRun(RunState):
         run_objects(self, resolved, resolution.scope_map, job_scope, ClusterLookups(), hint)
 
     def _stage_entry(self, run: StageRun, elapsed_ms: int) -> dict[str, Any]:
+        entry = self._stage_result(run, elapsed_ms)
+        failed = failed_objects((run.complete or {}).get("errors"))
+        if failed:
+            entry["failed_objects"] = failed
+        return entry
+
+    def _stage_result(self, run: StageRun, elapsed_ms: int) -> dict[str, Any]:
         if run.ok:
             complete = run.complete or {}
             return {
@@ -473,6 +488,22 @@ class SyncRun(RunState):
             self.logger.warning("the backend accepts the stored key again on a read-only re-check")
         else:
             self.logger.error("read-only re-check of the stored backend key failed: %s", outcome.error)
+
+
+def failed_objects(problems: object) -> list[dict[str, Any]]:
+    """The objects a stage's `complete` frame names as failed (already redacted), for the sync-run page."""
+    if not isinstance(problems, list):
+        return []
+    rows = [p for p in problems if isinstance(p, Mapping) and p.get("object")]
+    return [
+        {
+            "object": str(p["object"])[:200],
+            "status": p.get("status"),
+            "detail": str(p.get("detail") or "")[:500],
+            "endpoint_id": p.get("endpoint_id"),
+        }
+        for p in rows[:FAILED_OBJECTS_LIMIT]
+    ]
 
 
 def run_sync_job(job: Job, logger: logging.Logger, block: Mapping[str, Any]) -> None:

@@ -15,7 +15,13 @@ from typing import Any
 
 from core.exceptions import JobFailed
 from core.models import Job
+from netbox_hvsync.queue import queue_warnings
 from netbox_hvsync.rules.redaction import redact, sweep_text
+
+#: At most one progress write per this many seconds while a stage streams (not one DB write per frame).
+PROGRESS_SAVE_INTERVAL_S = 1.0
+#: The counts a progress entry sums from the stage's `write` step frames.
+PROGRESS_COUNTS = ("created", "updated", "unchanged", "deleted", "failed")
 
 
 class SyncJobFailed(JobFailed):
@@ -67,11 +73,16 @@ class RunState:
 
     def __init__(self, job: Job, logger: logging.Logger, block: Mapping[str, Any]) -> None:
         self.job = job
-        self.block: dict[str, Any] = {**block, "errors": [], "stages": [], "warnings": []}
+        # the enqueue's queue fallback (netbox_hvsync.queue) stays among the run's warnings
+        warnings = queue_warnings(dict(block))
+        self.block: dict[str, Any] = {**block, "errors": [], "stages": [], "warnings": list(warnings)}
         self.block.setdefault("runtime", {})
         self.secrets: list[str] = []
         self.logger = JobLog(logger, self.secrets)
         self.started = time.monotonic()
+        for warning in warnings:
+            self.logger.warning(warning)
+        self._progress_saved = 0.0
 
     # -- persistence -------------------------------------------------------------------------------
 
@@ -81,6 +92,42 @@ class RunState:
         data["sync"] = redact(self.block, self.secrets)
         self.job.data = data
         self.job.save(update_fields=["data", "log_entries"])
+
+    # -- live progress of the running stage (the sync-run page polls it) ---------------------------
+
+    def begin_progress(self, stage: str, index: int, total: int) -> None:
+        """Start the block's `progress` entry for a stage and save it, so the page names it at once."""
+        self.block["progress"] = {
+            "stage": stage,
+            "index": index,
+            "total": total,
+            "frames": 0,
+            "counts": dict.fromkeys(PROGRESS_COUNTS, 0),
+        }
+        self._progress_saved = time.monotonic()
+        self.save()
+
+    def see_progress(self, step: Mapping[str, Any], now: float) -> None:
+        """Count one step frame; `write` frames carry one kind's counts, `done` the stage's totals.
+        Saved at most every PROGRESS_SAVE_INTERVAL_S seconds."""
+        progress = self.block.get("progress")
+        if progress is None:
+            return
+        progress["frames"] += 1
+        counts = step.get("counts")
+        if isinstance(counts, Mapping) and step.get("phase") in ("write", "done"):
+            replace = step.get("phase") == "done"
+            for key in PROGRESS_COUNTS:
+                value = counts.get(key)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    progress["counts"][key] = value if replace else progress["counts"][key] + value
+        if now - self._progress_saved >= PROGRESS_SAVE_INTERVAL_S:
+            self._progress_saved = now
+            self.save()
+
+    def end_progress(self) -> None:
+        """The stage ended: its entry in `stages` holds the final numbers, so progress is dropped."""
+        self.block.pop("progress", None)
 
     def fail(self, message: str) -> SyncJobFailed:
         message = sweep_text(message, self.secrets)

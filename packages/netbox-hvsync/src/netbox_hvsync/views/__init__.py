@@ -1,5 +1,5 @@
 """The plugin's UI views: object views of every model (`objects`), the four-eyes decision on deletion
-requests (`deletion`), the sync schedule form (`schedule`) and the repair page (`sync_state`).
+requests (`deletion`), the sync schedule form (`schedule`), the repair page (`sync_state`) and the sync-run page (`sync_run`).
 
 Importing the package registers every model view (`register_model_view`), which `urls.py` then finds
 through NetBox's `get_model_urls`.
@@ -8,6 +8,7 @@ through NetBox's `get_model_urls`.
 from .deletion import DeletionRequestDecideView
 from .objects import HomeView
 from .schedule import SyncScheduleView
+from .sync_run import SyncRunView
 from .sync_state import SyncStateView
 
-__all__ = ["DeletionRequestDecideView", "HomeView", "SyncScheduleView", "SyncStateView"]
+__all__ = ["DeletionRequestDecideView", "HomeView", "SyncRunView", "SyncScheduleView", "SyncStateView"]

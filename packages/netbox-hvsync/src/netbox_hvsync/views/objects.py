@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.models import Job
 from django.db import models as django_models
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -19,9 +20,12 @@ from utilities.views import ConditionalLoginRequiredMixin, register_model_view
 
 from netbox_hvsync import filtersets, forms, models, tables
 from netbox_hvsync.backend.push import push_hv_by_pk
+from netbox_hvsync.sync.job_queries import sync_jobs
 from netbox_hvsync.wire.numbers import decimal
 
 DETAIL_TEMPLATE = "netbox_hvsync/object_detail.html"
+#: Sync runs listed on the home page, newest first (each links to its sync-run page).
+RECENT_RUNS = 10
 
 
 def render_value(instance: django_models.Model, name: str) -> SafeString | str:
@@ -476,6 +480,11 @@ class HomeView(ConditionalLoginRequiredMixin, View):
                     }
                 )
         endpoints = models.HvEndpoint.objects.restrict(request.user, "view").filter(enabled=True)
+        recent_runs = (
+            list(sync_jobs(Job.objects.restrict(request.user, "view")).order_by("-created")[:RECENT_RUNS])
+            if request.user.has_perm("core.view_job")
+            else []
+        )
         return render(
             request,
             "netbox_hvsync/home.html",
@@ -484,5 +493,6 @@ class HomeView(ConditionalLoginRequiredMixin, View):
                 "selected": selected,
                 "push": push,
                 "endpoints": endpoints.order_by("name"),
+                "recent_runs": recent_runs,
             },
         )
