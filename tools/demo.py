@@ -140,10 +140,11 @@ class Plugin:
         return r.json()
 
 
-def configure_plugin(plugin: Plugin, backend: str, emulator: str) -> None:
+def configure_plugin(plugin: Plugin, backend: str, emulator: str) -> str:
     """Configure hvsync the way an operator does, through the plugin: the backend endpoint with a key of
     our choosing (the plugin verifies it and bootstraps the fresh backend before it stores the row), NetBox
-    itself as the inventory endpoint, and the emulator's cluster (each save pushes to the backend)."""
+    itself as the inventory endpoint, and the emulator's cluster (each save pushes to the backend).
+    Returns the backend key (for the terminal runner's config file)."""
     from pve_emulator import config as emulator_defaults
 
     netbox = plugin.netbox
@@ -193,6 +194,7 @@ def configure_plugin(plugin: Plugin, backend: str, emulator: str) -> None:
         f"backend id {hv['backend_id']}" if hv["backend_id"] else "not pushed yet (the sync's preflight will)"
     )
     say(f"Proxmox endpoint saved: {where}")
+    return key
 
 
 def run_sync_job(plugin: Plugin) -> dict[str, Any]:
@@ -209,6 +211,15 @@ def run_sync_job(plugin: Plugin) -> dict[str, Any]:
         if row["status"]["value"] in ("completed", "failed", "errored"):
             return row
         time.sleep(1)
+
+
+def write_runner_config(backend: str, key: str) -> Path:
+    """The terminal runner's config for this demo (docs/terminal-runner.md), mode 0600: it holds the key."""
+    path = STATE / "runner.toml"
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(f'[runner]\nurl = "{backend}"\napi_key = "{key}"\n')
+    return path
 
 
 def print_summary(job: dict[str, Any]) -> bool:
@@ -245,13 +256,17 @@ def main() -> int:
         emulator = demo.start_emulator()
         backend = demo.start_backend()
         plugin = Plugin(netbox)
-        configure_plugin(plugin, backend, emulator)
+        key = configure_plugin(plugin, backend, emulator)
+        runner_config = write_runner_config(backend, key)
         job = run_sync_job(plugin)
         ok = print_summary(job)
         say(
             f"NetBox: {netbox['NETBOX_URL']}  (log in as {netbox['NETBOX_ADMIN_USER']}/{netbox['NETBOX_ADMIN_PASSWORD']})"
         )
+        say(f"sync run page: {netbox['NETBOX_URL']}/plugins/hvsync/sync-runs/{job['id']}/")
         say(f"backend: {backend}/docs   emulator: {emulator}/docs   logs: {STATE}")
+        say(f"metrics: {backend}/metrics (with the X-Service-API-Key header; key in {runner_config})")
+        say(f"terminal runner: .venv/bin/hvsync-backend sync --config {runner_config} --all")
         if args.no_wait:
             return 0 if ok else 1
         say("running; press Ctrl-C to stop")
