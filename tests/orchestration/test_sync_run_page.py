@@ -2,11 +2,13 @@
 finished run's stages with the numbers of `job.data`.
 
 Headless Debian chromium driven by playwright; the fault proxy slows every stage stream so the job stays
-running long enough to watch. Screenshots land in docs/img/ (docs/plugin.md "Sync-run page").
+running long enough to watch. Screenshots land in .netbox/screenshots/ (docs/img/ with
+HVSYNC_UPDATE_SCREENSHOTS=1: the pictures of docs/plugin.md "Sync-run page").
 """
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 import time
@@ -45,7 +47,8 @@ STAGE_ROUTES = {
 }
 #: Delay per streamed chunk: stages take seconds each, so the page has time to poll several times.
 SLOW_CHUNK_S = 0.3
-SHOTS = REPO / "docs" / "img"
+#: Screenshots go beside the test instances; HVSYNC_UPDATE_SCREENSHOTS=1 writes the docs' own copies.
+SHOTS = REPO / ("docs/img" if os.environ.get("HVSYNC_UPDATE_SCREENSHOTS") == "1" else ".netbox/screenshots")
 
 
 def png_size(path: Path) -> tuple[int, int]:

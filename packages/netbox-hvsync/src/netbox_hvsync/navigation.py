@@ -35,6 +35,11 @@ menu = PluginMenu(
                     link_text="Schedule a sync",
                     permissions=["core.add_job"],
                 ),
+                PluginMenuItem(
+                    link="plugins:netbox_hvsync:sync_run_list",
+                    link_text="Sync runs",
+                    permissions=["core.view_job"],
+                ),
                 _item("backendendpoint", "Backend endpoints"),
                 _item("inventoryendpoint", "Inventory endpoints"),
                 _item("hvendpoint", "Proxmox endpoints"),

@@ -3,7 +3,14 @@
 from django.urls import include, path
 from utilities.urls import get_model_urls
 
-from .views import DeletionRequestDecideView, HomeView, SyncRunView, SyncScheduleView, SyncStateView
+from .views import (
+    DeletionRequestDecideView,
+    HomeView,
+    SyncRunListView,
+    SyncRunView,
+    SyncScheduleView,
+    SyncStateView,
+)
 
 ROUTES = (
     ("backend-endpoints", "backendendpoint"),
@@ -32,6 +39,7 @@ urlpatterns = [
     path("", HomeView.as_view(), name="home"),
     path("sync-state/", SyncStateView.as_view(), name="sync_state"),
     path("sync/schedule/", SyncScheduleView.as_view(), name="sync_schedule"),
+    path("sync-runs/", SyncRunListView.as_view(), name="sync_run_list"),
     path("sync-runs/<int:pk>/", SyncRunView.as_view(), name="sync_run"),
     path(
         "deletion-requests/<int:pk>/approve/",

@@ -272,6 +272,7 @@ def test_links_from_core_job_page_home_and_sync_state(ui, finished):
     home = ui.get("/plugins/hvsync/").content.decode()
     recent = re.search(r'id="hvsync-recent-runs".*?</table>', home, re.S).group(0)
     assert f'href="{url}"' in recent and f'href="{run_url(other)}"' not in recent
+    assert 'href="/plugins/hvsync/sync-runs/"' in home.split('id="hvsync-recent-runs"', 1)[1]
 
 
 def test_runner_progress_is_throttled_and_cleared(superuser):

@@ -1,5 +1,6 @@
 """The plugin's UI views: object views of every model (`objects`), the four-eyes decision on deletion
-requests (`deletion`), the sync schedule form (`schedule`), the repair page (`sync_state`) and the sync-run page (`sync_run`).
+requests (`deletion`), the sync schedule form (`schedule`), the repair page (`sync_state`), the sync-run
+page (`sync_run`) and the list of sync runs (`sync_run_list`).
 
 Importing the package registers every model view (`register_model_view`), which `urls.py` then finds
 through NetBox's `get_model_urls`.
@@ -9,6 +10,14 @@ from .deletion import DeletionRequestDecideView
 from .objects import HomeView
 from .schedule import SyncScheduleView
 from .sync_run import SyncRunView
+from .sync_run_list import SyncRunListView
 from .sync_state import SyncStateView
 
-__all__ = ["DeletionRequestDecideView", "HomeView", "SyncRunView", "SyncScheduleView", "SyncStateView"]
+__all__ = [
+    "DeletionRequestDecideView",
+    "HomeView",
+    "SyncRunListView",
+    "SyncRunView",
+    "SyncScheduleView",
+    "SyncStateView",
+]
