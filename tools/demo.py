@@ -55,12 +55,17 @@ def wait_http(url: str, what: str, timeout: float = 60, verify: bool = True) -> 
 
 
 class Demo:
-    def __init__(self) -> None:
+    """The demo's processes: a NetBox instance, the emulator and the backend (benchmarks name their own
+    instance and state folder, so they never touch a running demo)."""
+
+    def __init__(self, instance: str = INSTANCE, state: Path = STATE) -> None:
         self.children: list[subprocess.Popen[bytes]] = []
-        STATE.mkdir(exist_ok=True)
+        self.instance = instance
+        self.state = state
+        state.mkdir(exist_ok=True)
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
-        log = open(STATE / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it for its lifetime
+        log = open(self.state / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it for its lifetime
         self.children.append(
             subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         )
@@ -75,7 +80,7 @@ class Demo:
             except subprocess.TimeoutExpired:
                 os.killpg(child.pid, signal.SIGKILL)
         subprocess.run(
-            [str(BIN / "python"), str(REPO / "tools" / "netbox_instance.py"), "down", "--name", INSTANCE]
+            [str(BIN / "python"), str(REPO / "tools" / "netbox_instance.py"), "down", "--name", self.instance]
         )
 
     def start_netbox(self) -> dict[str, str]:
@@ -86,12 +91,12 @@ class Demo:
                 str(REPO / "tools" / "netbox_instance.py"),
                 "up",
                 "--name",
-                INSTANCE,
+                self.instance,
                 "--fresh",
             ],
             check=True,
         )
-        return read_env(REPO / ".netbox" / "instances" / INSTANCE / "env")
+        return read_env(REPO / ".netbox" / "instances" / self.instance / "env")
 
     def start_emulator(self) -> str:
         port = free_port(8006)
@@ -106,7 +111,7 @@ class Demo:
 
     def start_backend(self) -> str:
         port = free_port(8800)
-        data = STATE / "backend"
+        data = self.state / "backend"
         if data.exists():
             subprocess.run(["rm", "-rf", str(data)], check=True)  # the demo starts from an empty backend
         env = {**os.environ, "HVSYNC_DATA_DIR": str(data)}

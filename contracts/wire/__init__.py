@@ -5,10 +5,13 @@ symlinks to it, so both products ship the same data and the same code. It uses t
 (the plugin has no dependencies of its own) and imports nothing of either product.
 
 - `STAGES` / `STAGE_ROUTES` / `FULL_UPDATE_ROUTE`: the 13 staged-pipeline stages and their stream routes;
+- `API_KEY_HEADER`: the header that carries the backend's service API key;
+- `SUMMARY_COUNTS`: the counts of a stage's `complete` summary, in the order operators read them;
 - `SELECTED_KINDS`: the selected-object (`/sync/individual/<kind>`) kinds, their routes and query names;
 - `wire.keys`: the `hvsync_key` custom-field format;
 - `wire.redaction`: the credential key list and the redaction both products apply;
-- `wire.numbers`: whole numbers read from text (ASCII digits only, bounded).
+- `wire.numbers`: whole numbers read from text (ASCII digits only, bounded);
+- `wire.sse`: server-sent-event lines and events, as the stage streams' readers parse them.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ from types import MappingProxyType
 from typing import Any
 
 __all__ = [
+    "API_KEY_HEADER",
     "DATA",
     "FULL_UPDATE_ROUTE",
     "SELECTED_KINDS",
     "STAGES",
     "STAGE_ROUTES",
     "STAGE_SLUGS",
+    "SUMMARY_COUNTS",
     "WIRE_VERSION",
     "SelectedKind",
     "StageRoute",
@@ -64,6 +69,8 @@ STAGES: tuple[StageRoute, ...] = tuple(StageRoute(**stage) for stage in DATA["st
 STAGE_SLUGS: tuple[str, ...] = tuple(stage.slug for stage in STAGES)
 STAGE_ROUTES: Mapping[str, str] = MappingProxyType({stage.slug: stage.route for stage in STAGES})
 FULL_UPDATE_ROUTE: str = str(DATA["full_update_route"])
+API_KEY_HEADER: str = str(DATA["api_key_header"])
+SUMMARY_COUNTS: tuple[str, ...] = tuple(DATA["summary_counts"])
 SELECTED_KINDS: Mapping[str, SelectedKind] = MappingProxyType(
     {
         item["kind"]: SelectedKind(item["kind"], item["route"], tuple(item["query"]), item["object_type"])

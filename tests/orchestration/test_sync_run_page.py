@@ -17,6 +17,7 @@ from typing import Any
 
 from conftest import PLUGIN_API, REPO, NetBox, Plugin
 from fault_proxy import Fault, FaultProxy
+from hvsync_backend.wire import STAGE_ROUTES
 from test_sync_job import STAGES
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -30,21 +31,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-STAGE_ROUTES = {
-    "devices": "/dcim/devices/create/stream",
-    "storage": "/plugins/hvsync/storage/create/stream",
-    "virtual-machines": "/virtualization/virtual-machines/create/stream",
-    "task-history": "/plugins/hvsync/task-history/create/stream",
-    "vm-disks": "/virtualization/virtual-disks/create/stream",
-    "vm-backups": "/plugins/hvsync/backups/create/stream",
-    "vm-snapshots": "/plugins/hvsync/snapshots/create/stream",
-    "network-interfaces": "/dcim/interfaces/create/stream",
-    "vm-interfaces": "/virtualization/interfaces/create/stream",
-    "ip-addresses": "/ipam/ip-addresses/create/stream",
-    "sdn": "/ipam/sdn/create/stream",
-    "replications": "/plugins/hvsync/replications/create/stream",
-    "backup-routines": "/plugins/hvsync/backup-routines/create/stream",
-}
 #: Delay per streamed chunk: stages take seconds each, so the page has time to poll several times.
 SLOW_CHUNK_S = 0.3
 #: Screenshots go beside the test instances; HVSYNC_UPDATE_SCREENSHOTS=1 writes the docs' own copies.

@@ -62,7 +62,7 @@ def test_both_wheels_carry_the_wire_data(tmp_path: Path) -> None:
         )
         [wheel] = out.glob("*.whl")
         names = zipfile.ZipFile(wheel).namelist()
-        for name in ("__init__.py", "keys.py", "redaction.py", "wire.json"):
+        for name in ("__init__.py", "keys.py", "numbers.py", "redaction.py", "sse.py", "wire.json"):
             assert f"{module}/wire/{name}" in names, (wheel.name, name)
         with zipfile.ZipFile(wheel).open(f"{module}/wire/wire.json") as packed:
             assert json.load(packed) == dict(wire.DATA)

@@ -16,8 +16,10 @@ import httpx
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
+from hvsync_backend.wire import SUMMARY_COUNTS
+
 #: What a sync writes to NetBox per object, as the stages' `complete` summary counts it.
-VERBS = ("created", "updated", "deleted", "unchanged", "failed")
+VERBS = SUMMARY_COUNTS
 #: Methods kept as they are in the `method` label; anything else is "OTHER" (bounded cardinality).
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 #: Stages take seconds to minutes on real clusters; requests milliseconds to the clients' timeouts.

@@ -9,8 +9,9 @@ import jsonschema
 import pytest
 from fakes import REPO_ROOT
 from netbox_hvsync.rules.failures import APPLICATION, TRANSPORT
-from netbox_hvsync.rules.sse import consume_stage_stream, iter_events, split_lines
+from netbox_hvsync.rules.sse import consume_stage_stream
 from netbox_hvsync.rules.transport import TransportError
+from netbox_hvsync.wire.sse import iter_events, split_lines
 
 SCHEMA = json.loads((REPO_ROOT / "contracts" / "sse-frames.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)

@@ -20,8 +20,8 @@ from hvsync_backend.auth.hashing import key_problem
 from hvsync_backend.auth.keys import VerificationBusy
 from hvsync_backend.context import BackendContext
 from hvsync_backend.metrics import REASON_INVALID, REASON_LOCKED, REASON_MISSING
+from hvsync_backend.wire import API_KEY_HEADER
 
-API_KEY_HEADER = "X-Service-API-Key"
 INVALID_KEY = "Invalid API key"
 LOCKED_OUT = "Too many failed authentication attempts"
 VERIFY_BUSY = "Key verification is busy; retry shortly"

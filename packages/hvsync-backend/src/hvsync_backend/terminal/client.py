@@ -15,8 +15,9 @@ import httpx
 
 from hvsync_backend.sse.frames import Frame
 from hvsync_backend.terminal.config import RunnerConfig
+from hvsync_backend.wire import API_KEY_HEADER
+from hvsync_backend.wire.sse import iter_events
 
-API_KEY_HEADER = "X-Service-API-Key"
 CONNECT_TIMEOUT = 10.0
 RECONNECTS = 3
 
@@ -54,28 +55,14 @@ def _detail(response: httpx.Response) -> str:
     return str(detail)[:500]
 
 
-class SseDecoder:
-    """Incremental SSE parsing: feed lines, get frames at each blank line; comments are skipped."""
-
-    def __init__(self) -> None:
-        self.fields: dict[str, str] = {}
-
-    def feed(self, line: str) -> Frame | None:
-        if line.startswith(":"):
-            return None
-        if line:
-            name, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            self.fields[name] = self.fields[name] + "\n" + value if name in self.fields else value
-            return None
-        fields, self.fields = self.fields, {}
-        if "data" not in fields:
-            return None
+def _frames(lines: Iterator[str]) -> Iterator[Frame]:
+    """The stream's events as frames; an event whose data is not JSON breaks the stream."""
+    for event in iter_events(lines):
         try:
-            data = json.loads(fields["data"])
+            data = json.loads(event.data)
         except ValueError:
             raise StreamBroken("the backend sent a frame that is not JSON") from None
-        return Frame(fields.get("event", "message"), fields.get("id", ""), data)
+        yield Frame(event.event, event.id or "", data)
 
 
 class BackendClient:
@@ -135,11 +122,7 @@ class BackendClient:
                         response.read()
                         self._check(response)
                         raise BackendUnavailable(f"backend answered {response.status_code} for {route}")
-                    decoder = SseDecoder()
-                    for line in response.iter_lines():
-                        frame = decoder.feed(line)
-                        if frame is None:
-                            continue
+                    for frame in _frames(response.iter_lines()):
                         if frame.id and frame.id != "0":
                             last_id = frame.id
                         yield frame

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-COUNT_COLUMNS = ("created", "updated", "unchanged", "deleted", "failed")
+from hvsync_backend.wire import SUMMARY_COUNTS
+
+COUNT_COLUMNS = SUMMARY_COUNTS
 
 
 @dataclass

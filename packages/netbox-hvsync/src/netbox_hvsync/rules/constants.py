@@ -5,6 +5,7 @@ Timeouts are ceilings handed to the transport, never sleeps (SPEC 4.5: "ceilings
 
 from typing import Final
 
+from ..wire import API_KEY_HEADER as WIRE_API_KEY_HEADER
 from ..wire.redaction import DEPTH_LIMIT
 
 #: Inventory push timeout default (SPEC 8: 10 s).
@@ -44,6 +45,6 @@ ATTEMPT_LINE_LIMIT: Final[int] = 300
 REDACTION_DEPTH_LIMIT: Final[int] = DEPTH_LIMIT
 
 #: Header that carries the backend key (SPEC 5.1.1).
-API_KEY_HEADER: Final[str] = "X-Service-API-Key"
+API_KEY_HEADER: Final[str] = WIRE_API_KEY_HEADER
 #: Address substituted when the inventory endpoint has no linked IP (SPEC 2.3: "a loopback address").
 LOOPBACK_SUBSTITUTE: Final[str] = "127.0.0.1"

@@ -17,8 +17,9 @@ from urllib.parse import urlencode
 from core.choices import JobStatusChoices
 from core.models import Job
 from netbox_hvsync.rules.redaction import redact
+from netbox_hvsync.wire import SUMMARY_COUNTS
 
-COUNT_KEYS = ("created", "updated", "unchanged", "deleted", "failed")
+COUNT_KEYS = SUMMARY_COUNTS
 ACTIVE_STATUSES = (
     JobStatusChoices.STATUS_PENDING,
     JobStatusChoices.STATUS_SCHEDULED,

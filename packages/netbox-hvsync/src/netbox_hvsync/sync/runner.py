@@ -425,7 +425,7 @@ class SyncRun(RunState):
                 "stage %s: ok in %d ms (created %s, updated %s, unchanged %s, deleted %s, failed %s)",
                 stage,
                 elapsed,
-                *(s.get(k, 0) for k in ("created", "updated", "unchanged", "deleted", "failed")),
+                *(s.get(k, 0) for k in wire.SUMMARY_COUNTS),
             )
         return run, entry, resolved
 

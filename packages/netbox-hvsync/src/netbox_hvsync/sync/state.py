@@ -17,11 +17,12 @@ from core.exceptions import JobFailed
 from core.models import Job
 from netbox_hvsync.queue import queue_warnings
 from netbox_hvsync.rules.redaction import redact, sweep_text
+from netbox_hvsync.wire import SUMMARY_COUNTS
 
 #: At most one progress write per this many seconds while a stage streams (not one DB write per frame).
 PROGRESS_SAVE_INTERVAL_S = 1.0
 #: The counts a progress entry sums from the stage's `write` step frames.
-PROGRESS_COUNTS = ("created", "updated", "unchanged", "deleted", "failed")
+PROGRESS_COUNTS = SUMMARY_COUNTS
 
 
 class SyncJobFailed(JobFailed):
