@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: every test of the three products, against real parts.
-#  1. unit and component tests in the workspace venv (emulator, backend, plugin core rules);
+#  1. unit and component tests in the workspace venv (emulator, real Proxmox tools against the emulator,
+#     backend, plugin core rules);
 #  2. the plugin's tests inside NetBox's own venv, against a real NetBox database cloned from a cached template;
 #  3. whole-system tests (emulator + backend + live NetBox with the plugin and an RQ worker);
 #  4. the NetBox release matrix: on every other supported release the plugin migrates, its in-NetBox tests
@@ -34,7 +35,9 @@ templates_pid=$!
 bash tools/ensure-chromium.sh
 
 # One pytest process per suite: each suite has its own conftest.py and fixtures.
-for suite in packages/pve-emulator/tests packages/hvsync-backend/tests packages/netbox-hvsync/tests/rules; do
+# tests/tools: real Proxmox clients (prometheus-pve-exporter, Ansible's community.proxmox, proxmoxer) from
+# a venv of their own, run unchanged against emulator processes
+for suite in packages/pve-emulator/tests tests/tools packages/hvsync-backend/tests packages/netbox-hvsync/tests/rules; do
   echo "== $suite"
   .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS "$suite" || status=1
 done

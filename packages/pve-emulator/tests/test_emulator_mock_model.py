@@ -30,21 +30,29 @@ def _data(resp: httpx.Response):
 
 
 def test_template_and_clone(api: httpx.Client) -> None:
+    # 103's disks are on local-lvm: a clone to another node must copy them to shared storage
     upid = _data(
-        api.post("/nodes/pve1/qemu/103/clone", data={"newid": 700, "name": "db-clone", "target": "pve3"})
+        api.post(
+            "/nodes/pve1/qemu/103/clone",
+            data={"newid": 700, "name": "db-clone", "target": "pve3", "storage": "ceph-vm"},
+        )
     )
     assert ":qmclone:103:" in upid
+    time.sleep(0.05)
     config = _data(api.get("/nodes/pve3/qemu/700/config"))
     source = _data(api.get("/nodes/pve1/qemu/103/config"))
     assert config["name"] == "db-clone" and config["cores"] == source["cores"]
-    storage = source["scsi0"].split(":", 1)[0]
-    assert config["scsi0"].startswith(f"{storage}:vm-700-disk-0,") and config["net0"] != source["net0"]
+    assert config["scsi0"].startswith("ceph-vm:vm-700-disk-0,") and config["net0"] != source["net0"]
+    assert config["scsi1"].startswith("ceph-vm:vm-700-disk-1,")
     assert config["net0"].endswith(source["net0"].split(",", 1)[1])
     assert _data(api.post("/nodes/pve3/qemu/700/template")).startswith("UPID:pve3:")
     config = _data(api.get("/nodes/pve3/qemu/700/config"))
-    assert config["template"] == 1 and config["scsi0"].startswith(f"{storage}:base-700-disk-0")
-    resp = api.post("/nodes/pve3/qemu/700/status/start")
-    assert resp.status_code == 400 and "vmid" in resp.json()["errors"]
+    assert config["template"] == 1 and config["scsi0"].startswith("ceph-vm:base-700-disk-0")
+    # Proxmox refuses to start a template inside the start task, not in the call
+    upid = _data(api.post("/nodes/pve3/qemu/700/status/start"))
+    time.sleep(0.05)
+    status = _data(api.get(f"/nodes/pve3/tasks/{upid}/status"))
+    assert status["exitstatus"] == "you can't start a vm if it's a template"
     assert api.post("/nodes/pve1/qemu/103/clone", data={"newid": 700}).json()["errors"]["newid"]
 
 
@@ -105,16 +113,18 @@ def test_backup_and_replication_jobs(api: httpx.Client) -> None:
     assert (
         api.post(
             "/cluster/replication",
-            data={"id": "100-1", "type": "local", "target": "pve2", "schedule": "*/30"},
+            data={"id": "103-1", "type": "local", "target": "pve3", "schedule": "*/30"},
         ).status_code
         == 200
     )
-    rep = _data(api.get("/cluster/replication/100-1"))
-    assert rep["guest"] == 100 and rep["source"] == "pve1" and rep["jobnum"] == 1
-    resp = api.post("/cluster/replication", data={"id": "100-2", "type": "local", "target": "pve1"})
+    rep = _data(api.get("/cluster/replication/103-1"))
+    assert rep["guest"] == 103 and rep["source"] == "pve1" and rep["jobnum"] == 1
+    resp = api.post("/cluster/replication", data={"id": "103-2", "type": "local", "target": "pve1"})
     assert resp.status_code == 400 and "target" in resp.json()["errors"]
-    assert api.delete("/cluster/replication/100-1").status_code == 200
-    assert api.get("/cluster/replication/100-1").status_code == 404
+    resp = api.post("/cluster/replication", data={"id": "100-1", "type": "local", "target": "pve2"})
+    assert resp.status_code == 400 and "No replicatable volumes" in resp.json()["errors"]["id"]
+    assert api.delete("/cluster/replication/103-1").status_code == 200
+    assert api.get("/cluster/replication/103-1").status_code == 404
 
 
 def test_node_network_and_sdn(api: httpx.Client) -> None:

@@ -11,6 +11,7 @@ import httpx
 from pve_emulator.returns import check_response
 from pve_emulator.schema import load_schema
 from pve_emulator.testing import EmulatorHandle
+from pve_refusals import is_lifecycle_refusal
 
 PATH_VALUES = {
     "node": "pve1",
@@ -37,6 +38,15 @@ def _value(name: str, spec: dict[str, Any]) -> str:
     return {"integer": "1", "number": "1", "boolean": "0"}.get(
         spec.get("type", "string"), PATH_VALUES.get(name, "x")
     )
+
+
+def _refusal(operation: str, resp: httpx.Response) -> bool:
+    """A Proxmox refusal (its 500 and text, e.g. converting a guest with snapshots), not a crash."""
+    try:
+        message = resp.json().get("message")
+    except ValueError:
+        return False
+    return is_lifecycle_refusal(operation, resp.status_code, message)
 
 
 def test_every_get_operation_answers_without_5xx(pve_emulator: EmulatorHandle) -> None:
@@ -119,7 +129,7 @@ def test_every_changing_operation_answers_without_5xx() -> None:
                         resp = client.request(method, path, params=args)
                     else:
                         resp = client.request(method, path, data=args)
-                    if resp.status_code >= 500:
+                    if resp.status_code >= 500 and not _refusal(op.key, resp):
                         failures.append(f"{method} {op.path} -> {resp.status_code} {resp.text[:120]}")
                     elif resp.status_code in (401, 403):
                         denied.append(f"{method} {op.path}")

@@ -15,10 +15,12 @@ from typing import Any, Protocol
 from urllib.parse import unquote
 
 from pve_emulator.auth import Identity, TicketSigner, parse_token_header
+from pve_emulator.clock import Clock
 from pve_emulator.errors import ApiError
 from pve_emulator.schema import ApiSchema, Operation
 from pve_emulator.validation import ParameterError, validate_params
 from pve_emulator.wire import (
+    Counted,
     Receive,
     Scope,
     Send,
@@ -46,10 +48,11 @@ class Backend(Protocol):
     """What the HTTP layer needs from a mode (mock now, real-mode proxy later)."""
 
     state: Any
+    clock: Clock  # judges credential lifetimes; the app's ticket signer shares it
 
     def check_password(self, userid: str, password: str) -> bool: ...
     def check_token(self, userid: str, full_tokenid: str, secret: str) -> bool: ...
-    def user_exists(self, userid: str) -> bool: ...
+    def user_enabled(self, userid: str) -> bool: ...
     def allowed(self, identity: Identity, op: Operation, params: dict[str, Any]) -> bool: ...
     def handle(self, op: Operation, params: dict[str, Any], identity: Identity) -> Any: ...
 
@@ -66,10 +69,15 @@ class EmulatorApp:
         self.schema = schema
         self.response_cache = response_cache
         self.backend = backend
-        self.signer = signer or TicketSigner()
+        self.signer = signer or TicketSigner(clock=backend.clock)
         self._openapi: bytes | None = None
         self._cache: dict[tuple[Any, ...], bytes] = {}
         self._cache_stamp: tuple[int, int] = (-1, -1)
+
+    @property
+    def clock(self) -> Clock:
+        """The clock tickets, CSRF tokens and ``expire`` dates are judged by (tests advance it)."""
+        return self.signer.clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -141,10 +149,13 @@ class EmulatorApp:
         if identity is not None and not self.backend.allowed(identity, op, params):
             raise ApiError(403, f"Permission check failed ({op.path})")
         result = self.backend.handle(op, params, who)
+        total = result.total if isinstance(result, Counted) else None
         if page is not None and isinstance(result, list):
             start, limit = page
             result = result[start : start + limit] if limit is not None else result[start:]
         status, payload = (200, {"data": result}) if real else bare_answer(op, result, params)
+        if real and total is not None:
+            payload["total"] = total
         if cache_key is not None:
             encoded = dumps(payload)
             self._cache[cache_key] = encoded
@@ -152,6 +163,8 @@ class EmulatorApp:
         return status, payload, []
 
     def _authenticate(self, headers: dict[str, str], method: str, op: Operation) -> Identity:
+        """pveproxy's auth handler: any token or ticket failure (bad, expired, user disabled or expired)
+        is the same 401 "Authentication failed!"; a write with a ticket also needs a fresh CSRF token."""
         auth = headers.get("authorization", "")
         if auth:
             parsed = parse_token_header(auth)
@@ -159,7 +172,7 @@ class EmulatorApp:
                 raise ApiError(401, "invalid authorization header")
             userid, full, secret = parsed
             if not self.backend.check_token(userid, full, secret):
-                raise ApiError(401, "invalid token value!")
+                raise ApiError(401, "Authentication failed!")
             if not op.allowtoken:
                 raise ApiError(403, "API tokens are not allowed for this operation")
             return Identity(userid=userid, tokenid=full, via="token")
@@ -167,8 +180,8 @@ class EmulatorApp:
         if not ticket:
             raise ApiError(401, "No ticket")
         ticket_user = self.signer.verify(unquote(ticket))
-        if ticket_user is None or not self.backend.user_exists(ticket_user):
-            raise ApiError(401, "invalid PVE ticket")
+        if ticket_user is None or not self.backend.user_enabled(ticket_user):
+            raise ApiError(401, "Authentication failed!")
         userid = ticket_user
         if method not in ("GET", "HEAD"):
             csrf = headers.get("csrfpreventiontoken", "")
@@ -177,14 +190,18 @@ class EmulatorApp:
         return Identity(userid=userid, via="ticket")
 
     def _login(self, params: dict[str, Any], real: bool, secure: bool) -> tuple[int, Any, list[Any]]:
+        """``POST /access/ticket``: the user must be enabled and unexpired; the password may be a valid
+        ticket of that user (or of root@pam), which is how the GUI renews its session. Every failure
+        is the same 401 "authentication failure" (PVE hides the reason against user enumeration)."""
         username = params["username"]
         if "@" not in username and params.get("realm"):
             username = f"{username}@{params['realm']}"
         password = params["password"]
-        ok = self.backend.check_password(username, password)
-        if not ok and self.signer.verify(password) == username and self.backend.user_exists(username):
-            ok = True  # PVE lets a valid ticket stand in for the password to renew it
-        if not ok:
+        ticket_user = self.signer.verify(password)
+        renewal = ticket_user is not None and ticket_user in ("root@pam", username)
+        if not self.backend.user_enabled(username) or not (
+            renewal or self.backend.check_password(username, password)
+        ):
             raise ApiError(401, "authentication failure")
         ticket = self.signer.issue(username)
         data = {

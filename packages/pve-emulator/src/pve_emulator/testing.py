@@ -42,6 +42,12 @@ class EmulatorHandle:
         """The live mock model (for assertions in tests)."""
         return self.app.backend.state
 
+    @property
+    def clock(self) -> Any:
+        """The emulator's credential clock: ``pve.clock.advance(7201)`` ages tickets and CSRF tokens
+        past their two hours and makes ``expire`` dates pass, without sleeping."""
+        return self.app.clock
+
 
 @contextmanager
 def running_emulator(
@@ -56,6 +62,7 @@ def running_emulator(
     token_secret: str = DEFAULT_TOKEN_SECRET,
     task_duration: float = 0.2,
     response_cache: bool = False,
+    release: str = "9.1",
 ) -> Iterator[EmulatorHandle]:
     """An emulator serving from a thread of this process.
 
@@ -73,6 +80,7 @@ def running_emulator(
         scenario=scenario,
         vms=vms,
         nodes=nodes,
+        release=release,
         tls=tls,
         user=user,
         password=password,

@@ -6,9 +6,18 @@ import hmac
 import threading
 from typing import Any
 
-from pve_emulator.auth import Identity
+from pve_emulator.auth import Identity, expired
+from pve_emulator.clock import Clock
 from pve_emulator.errors import ApiError
-from pve_emulator.mock import access, cluster, guests, network, storage  # noqa: F401  (register handlers)
+from pve_emulator.mock import (  # noqa: F401  (register handlers)
+    access,
+    cluster,
+    guests,
+    network,
+    replication_api,
+    storage,
+    subscription,
+)
 from pve_emulator.mock.generic import GenericHandler
 from pve_emulator.mock.registry import HANDLERS, Call
 from pve_emulator.mock.scenarios import build
@@ -17,9 +26,11 @@ from pve_emulator.schema import ApiSchema, Operation
 
 
 class MockBackend:
-    def __init__(self, schema: ApiSchema, state: ClusterState) -> None:
+    def __init__(self, schema: ApiSchema, state: ClusterState, clock: Clock | None = None) -> None:
         self.schema = schema
         self.state = state
+        self.state.release = schema.release  # what /version reports: the release being served
+        self.clock = clock or Clock()  # credential lifetimes; tests move it (see pve_emulator.clock)
         self._generic = GenericHandler(schema)
         self._lock = threading.Lock()
         self.handlers = {key: func for key, func in HANDLERS.items() if key in schema.by_key}
@@ -52,22 +63,25 @@ class MockBackend:
 
     # -- credentials ------------------------------------------------------------------------------
 
+    def user_enabled(self, userid: str) -> bool:
+        """PVE's ``check_user_enabled``: the user exists, is enabled and its ``expire`` has not passed."""
+        user = self.state.users.get(userid)
+        return user is not None and bool(user.enable) and not expired(user.expire, self.clock.now())
+
     def check_password(self, userid: str, password: str) -> bool:
         user = self.state.users.get(userid)
-        if user is None or not user.enable or user.password is None:
+        if not self.user_enabled(userid) or user is None or user.password is None:
             return False
         return hmac.compare_digest(user.password.encode(), password.encode())
 
     def check_token(self, userid: str, full_tokenid: str, secret: str) -> bool:
-        user = self.state.users.get(userid)
-        if user is None or not user.enable:
+        """PVE's ``verify_token``: owner enabled and unexpired, token present and unexpired, secret right."""
+        if not self.user_enabled(userid):
             return False
-        token = user.tokens.get(full_tokenid.split("!", 1)[1])
-        return token is not None and hmac.compare_digest(token.secret.encode(), secret.encode())
-
-    def user_exists(self, userid: str) -> bool:
-        user = self.state.users.get(userid)
-        return user is not None and bool(user.enable)
+        token = self.state.users[userid].tokens.get(full_tokenid.split("!", 1)[1])
+        if token is None or expired(token.expire, self.clock.now()):
+            return False
+        return hmac.compare_digest(token.secret.encode(), secret.encode())
 
     def allowed(self, identity: Identity, op: Operation, params: dict[str, Any]) -> bool:
         return access.check_allowed(self.state, identity, op, params)

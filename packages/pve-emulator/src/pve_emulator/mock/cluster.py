@@ -1,4 +1,4 @@
-"""Cluster-wide views (status, resources, next id, tasks), nodes, node tasks, backup and replication jobs."""
+"""Cluster-wide views (status, resources, next id, tasks), nodes, node tasks and backup jobs."""
 
 from __future__ import annotations
 
@@ -7,19 +7,26 @@ import time
 from typing import Any
 
 from pve_emulator.errors import ApiError, bad_param, not_found
+from pve_emulator.mock import calendar
 from pve_emulator.mock.access import can_audit_vm, privileges
-from pve_emulator.mock.guests import disk_entries, guest_usage
+from pve_emulator.mock.backup_scope import backup_volumes, covered_vmids, included_guests
+from pve_emulator.mock.guests import guest_usage
+from pve_emulator.mock.locks import active_lock
 from pve_emulator.mock.registry import Call, route
+from pve_emulator.mock.release_info import release_info
 from pve_emulator.mock.state import ClusterState, Task, digest
-from pve_emulator.mock.storage import storage_status
-from pve_emulator.validation import decimal
-
-PVE_VERSION = {"version": "9.1.2", "release": "9.1", "repoid": "c3d8f7b1a2e4d5f6"}
+from pve_emulator.mock.storage import content_string, storage_enabled_on, storage_status
+from pve_emulator.wire import Counted
 
 
 @route("GET", "/version")
 def version(call: Call) -> dict[str, Any]:
-    return dict(PVE_VERSION)
+    """The served release's version info plus, as PVE's API2.pm adds it, datacenter.cfg's ``console``."""
+    out: dict[str, Any] = {}
+    datacenter = call.state.generic.get("/cluster/options", {}).get(".", {})
+    if "console" in datacenter:
+        out["console"] = datacenter["console"]
+    return {**out, **release_info(call.state.release).version_info()}
 
 
 @route("GET", "/cluster/status")
@@ -109,8 +116,8 @@ def node_status(call: Call) -> dict[str, Any]:
         "loadavg": ["0.42", "0.38", "0.35"],
         "wait": 0.001,
         "idle": 0,
-        "kversion": "Linux 6.14.11-4-pve #1 SMP PREEMPT_DYNAMIC",
-        "pveversion": "pve-manager/9.1.2/c3d8f7b1",
+        "kversion": f"Linux {release_info(call.state.release).kernel} #1 SMP PREEMPT_DYNAMIC",
+        "pveversion": release_info(call.state.release).pveversion,
         "cpuinfo": {
             "cores": node.maxcpu // 2,
             "cpus": node.maxcpu,
@@ -133,7 +140,7 @@ def node_status(call: Call) -> dict[str, Any]:
         "boot-info": {"mode": "efi", "secureboot": 0},
         "current-kernel": {
             "sysname": "Linux",
-            "release": "6.14.11-4-pve",
+            "release": release_info(call.state.release).kernel,
             "machine": "x86_64",
             "version": "#1 SMP PREEMPT_DYNAMIC",
         },
@@ -143,7 +150,7 @@ def node_status(call: Call) -> dict[str, Any]:
 @route("GET", "/nodes/{node}/version")
 def node_version(call: Call) -> dict[str, Any]:
     _node(call)
-    return dict(PVE_VERSION)
+    return release_info(call.state.release).version_info()
 
 
 def _node_online(state: Any, name: str) -> bool:
@@ -151,96 +158,142 @@ def _node_online(state: Any, name: str) -> bool:
     return node is None or node.online
 
 
+GUEST_STATS = ("uptime", "cpu", "maxcpu", "mem", "maxmem", "disk", "maxdisk")
+GUEST_IO = ("netin", "netout", "diskread", "diskwrite")
+HA_TYPE = {"qemu": "vm", "lxc": "ct"}
+
+
+def ha_states(state: ClusterState) -> dict[str, str]:
+    """Each HA resource's requested state by service id (``vm:100``); a resource without one is
+    ``started``, the legacy ``enabled`` reads as ``started`` (PVE::HA::Config)."""
+    out = {}
+    for key, item in state.generic.get("/cluster/ha/resources", {}).items():
+        sid = str(item.get("sid", key))
+        if ":" not in sid:
+            guest = state.guests.get(int(sid)) if sid.isdigit() else None
+            sid = f"{HA_TYPE[guest.kind]}:{sid}" if guest else sid
+        wanted = str(item.get("state") or "started")
+        out[sid] = "started" if wanted == "enabled" else wanted
+    return out
+
+
+def _guest_resource(state: ClusterState, guest: Any, now: float) -> dict[str, Any]:
+    """extract_vm_stats plus the config's ``lock``/``tags``: what pvestatd broadcast for the guest."""
+    entry: dict[str, Any] = {
+        "id": f"{guest.kind}/{guest.vmid}",
+        "vmid": guest.vmid,
+        "node": guest.node,
+        "type": guest.kind,
+        # a guest of a node that is down: the cluster knows it exists, not what it is doing
+        "status": guest.status if _node_online(state, guest.node) else "unknown",
+        "name": guest.name,
+        "template": int(guest.is_template),
+    }
+    usage = guest_usage(guest, now)
+    entry.update({k: usage[k] for k in (*GUEST_STATS, *GUEST_IO)})
+    if not str(state.release).startswith("8"):
+        entry["memhost"] = usage["mem"]  # PVE 9's pve-vm-9.0 RRD also reports the host-side memory
+    lock = active_lock(state, guest)
+    if lock:
+        entry["lock"] = lock
+    if guest.config.get("tags"):
+        entry["tags"] = guest.config["tags"]
+    return entry
+
+
+def _add_to_pool(pool: dict[str, Any], guest: dict[str, Any]) -> None:
+    """Cluster.pm: a pool entry sums its running members' memory and CPUs (cpu weighted by maxcpu) and
+    carries the longest uptime."""
+    pool["uptime"] = max(pool.get("uptime", 0), guest["uptime"])
+    pool["mem"] = pool.get("mem", 0) + guest["mem"]
+    pool["maxmem"] = pool.get("maxmem", 0) + guest["maxmem"]
+    cpu, maxcpu = pool.get("cpu", 0), pool.get("maxcpu", 0)
+    total = maxcpu + guest["maxcpu"]
+    pool["cpu"] = (cpu * maxcpu + guest["cpu"] * guest["maxcpu"]) / total if total else 0
+    pool["maxcpu"] = total
+
+
+def _node_resource(state: ClusterState, node: Any, audit: bool) -> dict[str, Any]:
+    """extract_node_stats: an offline node keeps its last capacities but no live numbers; a caller without
+    Sys.Audit on the node sees neither."""
+    entry: dict[str, Any] = {
+        "id": f"node/{node.name}",
+        "node": node.name,
+        "type": "node",
+        "status": "online" if node.online else "offline",
+        "level": "",
+    }
+    if audit:
+        usage = node_usage(state, node.name)
+        keys = ("maxcpu", "maxmem", "maxdisk") + (("uptime", "cpu", "mem", "disk") if node.online else ())
+        entry.update({k: usage[k] for k in keys})
+    entry["cgroup-mode"] = 2
+    return entry
+
+
 @route("GET", "/cluster/resources")
 def cluster_resources(call: Call) -> list[dict[str, Any]]:
-    state, kind = call.state, call.get("type")
+    """Cluster.pm resources: pools, guests (by vmid as text), nodes, storages per node, SDN zones.
+
+    A guest's numbers are its status view's, a storage's ``disk``/``maxdisk`` its status ``used``/
+    ``total`` on that node; a storage is listed only on the nodes where it is enabled."""
+    state, kind, who = call.state, call.get("type"), call.identity
     now = time.time()
     out: list[dict[str, Any]] = []
-    if kind in (None, "node"):
-        for node in state.nodes.values():
-            entry: dict[str, Any] = {
-                "id": f"node/{node.name}",
-                "type": "node",
-                "node": node.name,
-                "status": "online" if node.online else "offline",
-                "level": "",
-                "cgroup-mode": 2,
-            }
-            entry.update(node_usage(state, node.name))
-            out.append(entry)
+    pools: dict[str, dict[str, Any]] = {}
+    if kind in (None, "pool"):
+        for poolid in sorted(state.pools):
+            if "Pool.Audit" in privileges(state, who, f"/pool/{poolid}"):
+                pools[poolid] = {"id": f"/pool/{poolid}", "pool": poolid, "type": "pool"}
+                out.append(pools[poolid])
     if kind in (None, "vm"):
-        for guest in sorted(state.guests.values(), key=lambda g: g.vmid):
-            if not can_audit_vm(state, call.identity, guest.vmid):
-                continue
-            usage = guest_usage(guest, now)
-            entry = {
-                "id": f"{guest.kind}/{guest.vmid}",
-                "type": guest.kind,
-                "vmid": guest.vmid,
-                "node": guest.node,
-                "name": guest.name,
-                # a guest of a node that is down: the cluster knows it exists, not what it is doing
-                "status": guest.status if _node_online(state, guest.node) else "unknown",
-                "template": int(guest.is_template),
-                "hastate": None,
-                **{
-                    k: usage[k]
-                    for k in (
-                        "cpu",
-                        "maxcpu",
-                        "mem",
-                        "maxmem",
-                        "disk",
-                        "maxdisk",
-                        "uptime",
-                        "netin",
-                        "netout",
-                        "diskread",
-                        "diskwrite",
-                    )
-                },
-            }
+        hastate = ha_states(state)
+        for guest in sorted(state.guests.values(), key=lambda g: str(g.vmid)):
+            entry = _guest_resource(state, guest, now)
             if guest.pool:
                 entry["pool"] = guest.pool
-            if guest.config.get("tags"):
-                entry["tags"] = guest.config["tags"]
-            out.append({k: v for k, v in entry.items() if v is not None})
+                if guest.pool in pools and entry["uptime"]:
+                    _add_to_pool(pools[guest.pool], entry)
+            if not can_audit_vm(state, who, guest.vmid):
+                continue
+            if guest.pool and "Pool.Audit" not in privileges(state, who, f"/pool/{guest.pool}"):
+                del entry["pool"]
+            sid = f"{HA_TYPE[guest.kind]}:{guest.vmid}"
+            if sid in hastate:
+                entry["hastate"] = hastate[sid]
+            out.append(entry)
+    if kind in (None, "node"):
+        for node in state.nodes.values():
+            audit = "Sys.Audit" in privileges(state, who, f"/nodes/{node.name}")
+            out.append(_node_resource(state, node, audit))
     if kind in (None, "storage"):
-        for node_name in state.nodes:
-            for storage, cfg in state.storages.items():
-                if cfg.get("nodes") and node_name not in str(cfg["nodes"]).split(","):
+        for storage, cfg in sorted(state.storages.items()):
+            if "Datastore.Audit" not in privileges(state, who, f"/storage/{storage}"):
+                continue
+            for node_name in state.nodes:
+                if not storage_enabled_on(cfg, node_name):
                     continue
                 st = storage_status(state, node_name, storage)
                 out.append(
                     {
                         "id": f"storage/{node_name}/{storage}",
-                        "type": "storage",
-                        "node": node_name,
                         "storage": storage,
-                        "status": "available",
-                        "plugintype": cfg["type"],
-                        "content": cfg.get("content", ""),
-                        "shared": int(cfg.get("shared", 0)),
-                        "disk": st["used"],
-                        "maxdisk": st["total"],
-                    }
-                )
-    if kind in (None, "pool"):
-        for poolid in sorted(state.pools):
-            out.append({"id": f"pool/{poolid}", "type": "pool", "pool": poolid})
-    if kind in (None, "sdn"):
-        for node_name in state.nodes:
-            for zone in state.sdn_zones:
-                out.append(
-                    {
-                        "id": f"sdn/{node_name}/{zone}",
-                        "type": "sdn",
-                        "sdn": zone,
                         "node": node_name,
-                        "status": "ok",
-                        "zone-type": state.sdn_zones[zone].get("type"),
+                        "type": "storage",
+                        "plugintype": cfg["type"],
+                        "status": "available",
+                        "shared": int(cfg.get("shared", 0) or 0),
+                        "content": content_string(cfg),
+                        "maxdisk": st["total"],
+                        "disk": st["used"],
                     }
                 )
+    if kind in (None, "sdn"):
+        for node_name in sorted(state.nodes):
+            for zone in sorted(state.sdn_zones):
+                sdn = {"id": f"sdn/{node_name}/{zone}", "sdn": zone, "node": node_name, "type": "sdn"}
+                zone_type = state.sdn_zones[zone].get("type")
+                out.append({**sdn, "status": "ok", **({"zone-type": zone_type} if zone_type else {})})
     return out
 
 
@@ -268,65 +321,134 @@ def next_id(call: Call) -> int:
 # --- tasks ---------------------------------------------------------------------------------------
 
 
+# A node keeps its running tasks and at most this many tasks in all in its "active" list, the list it
+# broadcasts to the cluster (pve-common RESTEnvironment::active_workers, $MAX_FINISHED).
+MAX_ACTIVE_LIST = 25
+
+
+def _split_user(user: str) -> tuple[str, str | None]:
+    """A UPID's user field as the task views show it: ``root@pam!hvsync`` is user root@pam, token hvsync."""
+    userid, sep, token = user.partition("!")
+    return (userid, token) if sep else (user, None)
+
+
 def task_entry(task: Task, now: float) -> dict[str, Any]:
+    """A node task list entry: the UPID's fields, plus endtime and status once the task has ended.
+
+    A running task has no status of its own; ``source=active``/``all`` shows it as ``RUNNING``."""
+    userid, token = _split_user(task.user)
     entry: dict[str, Any] = {
         "upid": task.upid,
         "node": task.node,
-        "type": task.type,
-        "id": task.id,
-        "user": task.user,
-        "starttime": int(task.starttime),
         "pid": int(task.upid.split(":")[2], 16),
         "pstart": int(task.upid.split(":")[3], 16),
+        "starttime": int(task.starttime),
+        "type": task.type,
+        "id": task.id,
+        "user": userid,
     }
+    if token is not None:
+        entry["tokenid"] = token
     if task.finished(now):
-        entry["status"] = task.exitstatus
         entry["endtime"] = task.endtime
-    else:
-        entry["status"] = "running"
+        entry["status"] = task.exitstatus
     return entry
 
 
+def status_type(status: str | None) -> str:
+    """PVE::UPID::normalize_status_type: what ``statusfilter`` and ``errors`` match a task status by."""
+    if not status:
+        return "unknown"
+    if status == "OK":
+        return "ok"
+    if re.fullmatch(r"WARNINGS: \d+", status):
+        return "warning"
+    return "unknown" if status == "unexpected status" else "error"
+
+
+def _sees_task(call: Call, task: Task) -> bool:
+    """Tasks.pm check_task_user: a user sees its own and its tokens' tasks, a token only its own."""
+    userid, token = _split_user(task.user)
+    return call.identity.subject in (userid, task.user) if token else call.identity.subject == userid
+
+
+def node_task_order(tasks: list[Task], now: float) -> tuple[list[Task], list[Task]]:
+    """A node's running tasks in the order they started (the "active" file appends new ones) and its
+    ended tasks newest-ended first (the task index is appended as tasks end and read backwards)."""
+    running = sorted((t for t in tasks if not t.finished(now)), key=lambda t: (t.starttime, t.upid))
+    ended = sorted(
+        (t for t in tasks if t.finished(now)), key=lambda t: (t.endtime, t.starttime, t.upid), reverse=True
+    )
+    return running, ended
+
+
 @route("GET", "/nodes/{node}/tasks")
-def list_tasks(call: Call) -> list[dict[str, Any]]:
+def list_tasks(call: Call) -> Counted:
+    """Tasks.pm node_tasks: filters, then ``start`` matching tasks skipped and ``limit`` kept;
+    ``total`` counts every match, so ``limit=0`` answers no tasks and just the count."""
     node = _node(call)
     now = time.time()
-    tasks = [t for t in call.state.tasks.values() if t.node == node]
-    tasks.sort(key=lambda t: t.starttime, reverse=True)
     source = call.get("source", "archive")
-    if source == "active":
-        tasks = [t for t in tasks if not t.finished(now)]
-    elif source == "archive":
-        tasks = [t for t in tasks if t.finished(now)]
-    if call.get("errors"):
-        tasks = [t for t in tasks if t.finished(now) and t.exitstatus != "OK"]
-    if call.get("vmid") is not None:
-        tasks = [t for t in tasks if t.id == str(call.params["vmid"])]
-    if call.get("typefilter"):
-        tasks = [t for t in tasks if t.type == call.params["typefilter"]]
-    if call.get("userfilter"):
-        tasks = [t for t in tasks if call.params["userfilter"] in t.user]
-    if call.get("since") is not None:
-        tasks = [t for t in tasks if t.starttime >= call.params["since"]]
-    if call.get("until") is not None:
-        tasks = [t for t in tasks if t.starttime <= call.params["until"]]
-    entries = [task_entry(t, now) for t in tasks]
-    if call.get("statusfilter"):
-        wanted = set(call.params["statusfilter"].split(","))
-        entries = [
-            e
-            for e in entries
-            if ("ok" if e["status"] == "OK" else "running" if e["status"] == "running" else "error") in wanted
-        ]
+    running, ended = node_task_order([t for t in call.state.tasks.values() if t.node == node], now)
+    chosen = (running if source in ("active", "all") else []) + (ended if source != "active" else [])
+    wanted = {"ok", "warning", "error", "unknown"}
+    if call.get("statusfilter") is not None and not call.get("errors"):
+        wanted = {s.strip().lower() for s in re.split(r"[,;\s]+", call.params["statusfilter"]) if s}
+    elif call.get("errors"):
+        wanted.discard("ok")
+    auditor = "Sys.Audit" in privileges(call.state, call.identity, f"/nodes/{node}")
+    userfilter = (call.get("userfilter") or "").lower()
+    vmid, since, until = call.get("vmid"), call.get("since"), call.get("until")
+    matches = []
+    for task in chosen:
+        entry = task_entry(task, now)
+        if userfilter and userfilter not in entry["user"].lower():
+            continue
+        if not (auditor or _sees_task(call, task)):
+            continue
+        if call.get("typefilter") and task.type != call.params["typefilter"]:
+            continue
+        if vmid and task.id != str(vmid):
+            continue
+        if since is not None and entry["starttime"] < since:
+            continue
+        if until is not None and entry["starttime"] > until:
+            continue
+        if status_type(entry.get("status")) not in wanted:
+            continue
+        entry.setdefault("status", "RUNNING")
+        matches.append(entry)
     start, limit = call.get("start", 0), call.get("limit", 50)
-    return entries[start : start + limit]
+    return Counted(matches[start : start + limit], total=len(matches))
+
+
+def active_list(state: ClusterState, node: str, now: float) -> list[dict[str, Any]]:
+    """What a node broadcasts as its task list: every running task, then the most recently started
+    ended ones until the list holds ``MAX_ACTIVE_LIST`` (fields as in the "active" file: no pstart,
+    no pid once ended, no status while running)."""
+    running, ended = node_task_order([t for t in state.tasks.values() if t.node == node], now)
+    ended.sort(key=lambda t: (t.starttime, t.upid), reverse=True)
+    out = []
+    for task in running + ended[: max(0, MAX_ACTIVE_LIST - len(running))]:
+        entry = task_entry(task, now)
+        entry.pop("pstart")
+        if "endtime" in entry:
+            entry.pop("pid")
+        out.append(entry)
+    return out
 
 
 @route("GET", "/cluster/tasks")
 def cluster_tasks(call: Call) -> list[dict[str, Any]]:
+    """Cluster.pm tasks (PVE::Cluster::get_tasklist): each node's broadcast list, node after node; a
+    caller without Sys.Audit on / sees only the tasks whose user is itself."""
     now = time.time()
+    everything = "Sys.Audit" in privileges(call.state, call.identity, "/")
     return [
-        task_entry(t, now) for t in sorted(call.state.tasks.values(), key=lambda t: t.starttime, reverse=True)
+        entry
+        for node in call.state.nodes
+        for entry in active_list(call.state, node, now)
+        if everything or entry["user"] == call.identity.subject
     ]
 
 
@@ -338,6 +460,16 @@ def _task(call: Call) -> Task:
     return task
 
 
+def _readable_task(call: Call) -> Task:
+    """Tasks.pm: a task's owner reads its status and log; anyone else needs Sys.Audit on the node."""
+    task = _task(call)
+    node = call.params["node"]
+    auditor = "Sys.Audit" in privileges(call.state, call.identity, f"/nodes/{node}")
+    if not (auditor or _sees_task(call, task)):
+        raise ApiError(403, f"Permission check failed (/nodes/{node}, Sys.Audit)")
+    return task
+
+
 @route("GET", "/nodes/{node}/tasks/{upid}")
 def task_index(call: Call) -> list[dict[str, Any]]:
     _task(call)
@@ -346,29 +478,39 @@ def task_index(call: Call) -> list[dict[str, Any]]:
 
 @route("GET", "/nodes/{node}/tasks/{upid}/status")
 def task_status(call: Call) -> dict[str, Any]:
-    """Unlike the list, the status view says running|stopped and carries the exit status apart."""
-    task = _task(call)
+    """Unlike the list, the status view says running|stopped and carries the exit status apart
+    (and no endtime: Tasks.pm read_task_status returns the decoded UPID)."""
+    task = _readable_task(call)
     entry = task_entry(task, time.time())
-    if entry["status"] != "running":
+    entry.pop("endtime", None)
+    if "status" in entry:
         entry["exitstatus"] = entry["status"]
         entry["status"] = "stopped"
+    else:
+        entry["status"] = "running"
     return entry
 
 
 @route("GET", "/nodes/{node}/tasks/{upid}/log")
-def task_log(call: Call) -> list[dict[str, Any]]:
-    task = _task(call)
+def task_log(call: Call) -> Counted:
+    """PVE::Tools::dump_logfile: lines numbered from 1, ``start`` lines skipped, then ``limit`` lines, where
+    ``limit=0`` means read to the end; ``total`` counts every line (an empty log reads as one line,
+    "no content")."""
+    task = _readable_task(call)
     lines = task.log if task.finished() else task.log[:-1]
+    numbered = [{"n": i + 1, "t": line} for i, line in enumerate(lines)] or [{"n": 1, "t": "no content"}]
     start, limit = call.get("start", 0), call.get("limit", 50)
-    return [{"n": i + 1, "t": line} for i, line in enumerate(lines)][start : start + limit]
+    page = numbered[start:] if limit == 0 else numbered[start : start + limit]
+    return Counted(page, total=len(numbered))
 
 
 @route("DELETE", "/nodes/{node}/tasks/{upid}")
 def stop_task(call: Call) -> None:
+    """Stopping a running task kills its worker: the log ends in the error, which is its exit status."""
     task = _task(call)
     if not task.finished():
         task.duration = max(0.0, time.time() - task.starttime)
-        task.exitstatus = "unexpected status"
+        task.exitstatus = "interrupted by signal"
         task.log = [*task.log[:-1], "received interrupt", "TASK ERROR: interrupted by signal"]
         call.state.bump()
 
@@ -379,14 +521,13 @@ JOB_CONTROL = {"delete", "digest", "id"}
 
 
 def _next_run(schedule: str) -> int:
-    """Next run of a calendar event; a plain 'HH:MM' or anything else is treated as the next hour."""
+    """The job's next start: its calendar event's first time after now (UTC, as ``calendar`` models it);
+    an event the model cannot parse falls back to the next full hour."""
     now = int(time.time())
-    m = re.search(r"(\d{1,2}):(\d{2})", schedule)
-    if m:
-        day = now - now % 86400
-        at = day + int(m.group(1)) * 3600 + int(m.group(2)) * 60
-        return at if at > now else at + 86400
-    return now - now % 3600 + 3600
+    try:
+        return calendar.next_event(calendar.parse(schedule), now)
+    except ValueError:
+        return now - now % 3600 + 3600
 
 
 def backup_job_view(job: dict[str, Any]) -> dict[str, Any]:
@@ -448,115 +589,50 @@ def delete_backup_job(call: Call) -> None:
 
 @route("GET", "/cluster/backup/{id}/included_volumes")
 def backup_job_volumes(call: Call) -> dict[str, Any]:
+    """Backup.pm get_volume_backup_included: the job's guests (those the caller may audit), each with
+    its volumes and whether vzdump includes them; a listed vmid without a guest is ``unknown``."""
     job = _backup_job(call)
-    vmids = {n for n in (decimal(v) for v in str(job.get("vmid", "")).split(",")) if n is not None}
-    children = []
-    for guest in sorted(call.state.guests.values(), key=lambda g: g.vmid):
-        if job.get("all") or guest.vmid in vmids or (job.get("pool") and guest.pool == job.get("pool")):
-            children.append(
-                {
-                    "id": guest.vmid,
-                    "name": guest.name,
-                    "type": guest.kind,
-                    "children": [
-                        {"id": key, "name": f"{s}:{n}", "included": 1, "reason": "default"}
-                        for key, s, n, _ in disk_entries(guest)
-                    ],
-                }
-            )
-    return {"children": children}
+    out = []
+    for vmid in sorted(v for vmids in included_guests(call.state, job).values() for v in vmids):
+        if not can_audit_vm(call.state, call.identity, vmid):
+            continue
+        guest = call.state.guests.get(vmid)
+        if guest is None:
+            out.append({"id": vmid, "type": "unknown", "leaf": 1})
+            continue
+        children = [
+            {
+                "id": f"{vmid}:{v['key']}",
+                "name": v["volume"],
+                "included": v["included"],
+                "reason": v["reason"],
+                "leaf": 1,
+            }
+            for v in backup_volumes(guest)
+        ]
+        entry: dict[str, Any] = {"id": vmid, "type": guest.kind}
+        name = guest.config.get("name" if guest.kind == "qemu" else "hostname")
+        if name is not None:
+            entry["name"] = str(name)
+        out.append({**entry, "children": children, "leaf": int(not children)})
+    return {"children": out}
 
 
 @route("GET", "/cluster/backup-info/not-backed-up")
 def not_backed_up(call: Call) -> list[dict[str, Any]]:
-    covered: set[int] = set()
-    for job in call.state.backup_jobs.values():
-        if job.get("all"):
-            return []
-        covered |= {n for n in (decimal(v) for v in str(job.get("vmid", "")).split(",")) if n is not None}
-        covered |= {
-            g.vmid for g in call.state.guests.values() if job.get("pool") and g.pool == job.get("pool")
-        }
-    return [
-        {"vmid": g.vmid, "name": g.name, "type": g.kind}
-        for g in sorted(call.state.guests.values(), key=lambda g: g.vmid)
-        if g.vmid not in covered
-    ]
-
-
-# --- replication ---------------------------------------------------------------------------------
-
-
-def replication_view(job: dict[str, Any]) -> dict[str, Any]:
-    view = dict(job)
-    view.setdefault("schedule", "*/15")
-    return view
-
-
-@route("GET", "/cluster/replication")
-def list_replication(call: Call) -> list[dict[str, Any]]:
-    return [replication_view(j) for j in call.state.replication_jobs.values()]
-
-
-@route("POST", "/cluster/replication")
-def create_replication(call: Call) -> None:
-    job_id = call.params["id"]
-    m = re.fullmatch(r"(\d+)-(\d+)", job_id)
-    if not m:
-        raise bad_param("id", "replication job id must look like '<vmid>-<number>'")
-    if job_id in call.state.replication_jobs:
-        raise bad_param("id", f"replication job '{job_id}' already exists")
-    guest = call.state.guests.get(int(m.group(1)))
-    if guest is None:
-        raise bad_param("id", f"guest {m.group(1)} does not exist")
-    target = call.params["target"]
-    if target not in call.state.nodes:
-        raise bad_param("target", f"no such node '{target}'")
-    if target == guest.node:
-        raise bad_param("target", "target is local node")
-    job = {
-        "id": job_id,
-        "type": call.params["type"],
-        "target": target,
-        "guest": guest.vmid,
-        "jobnum": int(m.group(2)),
-        "source": guest.node,
-    }
-    job.update({k: v for k, v in call.params.items() if k not in ("id", "type", "target")})
-    call.state.replication_jobs[job_id] = job
-    call.state.bump()
-
-
-def _replication(call: Call) -> dict[str, Any]:
-    job = call.state.replication_jobs.get(call.params["id"])
-    if job is None:
-        raise not_found(f"replication job '{call.params['id']}'")
-    return job
-
-
-@route("GET", "/cluster/replication/{id}")
-def read_replication(call: Call) -> dict[str, Any]:
-    return {**replication_view(_replication(call)), "digest": digest(_replication(call))}
-
-
-@route("PUT", "/cluster/replication/{id}")
-def update_replication(call: Call) -> None:
-    job = _replication(call)
-    for key in (k for k in re.split(r"[,;\s]+", call.get("delete") or "") if k):
-        job.pop(key, None)
-    job.update({k: v for k, v in call.params.items() if k not in JOB_CONTROL})
-    call.state.bump()
-
-
-@route("DELETE", "/cluster/replication/{id}")
-def delete_replication(call: Call) -> None:
-    job = _replication(call)
-    if call.get("force"):
-        del call.state.replication_jobs[job["id"]]
-    else:
-        job["remove_job"] = "full" if not call.get("keep") else "local"
-        del call.state.replication_jobs[job["id"]]
-    call.state.bump()
+    """BackupInfo.pm: guests (that the caller may audit) no vzdump job includes. Disabled jobs count as
+    covering their guests, and templates are guests like any other."""
+    covered = covered_vmids(call.state)
+    out = []
+    for guest in sorted(call.state.guests.values(), key=lambda g: g.vmid):
+        if guest.vmid in covered or not can_audit_vm(call.state, call.identity, guest.vmid):
+            continue
+        entry: dict[str, Any] = {"vmid": guest.vmid, "type": guest.kind}
+        name = guest.config.get("name" if guest.kind == "qemu" else "hostname")
+        if name is not None:
+            entry["name"] = str(name)
+        out.append(entry)
+    return out
 
 
 def require_sys_audit(call: Call) -> None:

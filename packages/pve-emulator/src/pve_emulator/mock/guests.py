@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import re
 import time
+import uuid
 import zlib
 from typing import Any
 
 from pve_emulator.errors import ApiError, bad_param, not_found
 from pve_emulator.mock.access import can_audit_vm
+from pve_emulator.mock.locks import (
+    CHECKSUM,
+    LABEL,
+    MODIFIED,
+    active_lock,
+    check_digest,
+    check_lock,
+    config_digest,
+    hold_lock,
+    lock_error,
+)
 from pve_emulator.mock.registry import Call, route
 from pve_emulator.mock.state import ClusterState, Guest, GuestKind, Snapshot, digest
 from pve_emulator.validation import size_in_bytes
@@ -76,8 +88,8 @@ def disk_entries(guest: Guest) -> list[tuple[str, str, str, int]]:
         if ":" not in volume or "media=cdrom" in text:
             continue
         storage, name = volume.split(":", 1)
-        size = next((size_bytes(p[5:]) for p in text.split(",") if p.startswith("size=")), 0)
-        out.append((key, storage, name, size))
+        size = next((size_bytes(p[5:]) for p in text.split(",") if p.startswith("size=")), None)
+        out.append((key, storage, name, guest.volume_sizes.get(volume, 0) if size is None else size))
     return out
 
 
@@ -86,6 +98,7 @@ def _guest(call: Call, kind: GuestKind) -> Guest:
     if guest is None:
         label = "VM" if kind == "qemu" else "CT"
         raise not_found(f"{label} {call.params['vmid']} on node '{call.params.get('node')}'")
+    active_lock(call.state, guest)
     return guest
 
 
@@ -158,11 +171,12 @@ def list_entry(guest: Guest, now: float) -> dict[str, Any]:
 def _list(call: Call, kind: GuestKind) -> list[dict[str, Any]]:
     node = _node(call)
     now = time.time()
-    return [
-        list_entry(g, now)
-        for g in sorted(call.state.guests.values(), key=lambda g: g.vmid)
-        if g.kind == kind and g.node == node and can_audit_vm(call.state, call.identity, g.vmid)
-    ]
+    out = []
+    for g in sorted(call.state.guests.values(), key=lambda g: g.vmid):
+        if g.kind == kind and g.node == node and can_audit_vm(call.state, call.identity, g.vmid):
+            active_lock(call.state, g)
+            out.append(list_entry(g, now))
+    return out
 
 
 @route("GET", "/nodes/{node}/qemu")
@@ -274,6 +288,8 @@ def _create(call: Call, kind: GuestKind) -> str:
         raise bad_param("pool", f"pool '{pool}' does not exist")
     config = build_config(call.state, kind, vmid, call.params)
     guest = Guest(vmid=vmid, kind=kind, node=node, config=config, pool=pool)
+    if guest.is_template:
+        to_base_volumes(guest)  # qemu-server turns the disks it creates for a template into base volumes
     call.state.guests[vmid] = guest
     task = call.state.add_task(
         node,
@@ -300,9 +316,14 @@ def create_lxc(call: Call) -> str:
     return _create(call, "lxc")
 
 
-def config_view(guest: Guest) -> dict[str, Any]:
+def config_view(guest: Guest, current: bool = True) -> dict[str, Any]:
+    """GET config: the pending values taken in unless ``current`` (Proxmox's ``load_current_config``)."""
     config = dict(guest.config)
-    config["digest"] = digest(guest.config)
+    if not current:
+        config.update(guest.pending)
+        for key in guest.pending_delete:
+            config.pop(key, None)
+    config["digest"] = config_digest(guest)
     if guest.parent_snapshot:
         config["parent"] = guest.parent_snapshot
     if guest.lock:
@@ -318,7 +339,7 @@ def _read_config(call: Call, kind: GuestKind) -> dict[str, Any]:
         if snap is None:
             raise bad_param("snapshot", f"snapshot '{snapname}' does not exist")
         return {**snap.config, "digest": digest(snap.config)}
-    return config_view(guest)
+    return config_view(guest, current=bool(call.get("current")))
 
 
 @route("GET", "/nodes/{node}/qemu/{vmid}/config")
@@ -331,27 +352,142 @@ def read_lxc_config(call: Call) -> dict[str, Any]:
     return _read_config(call, "lxc")
 
 
+def pending_view(guest: Guest) -> list[dict[str, Any]]:
+    """GET pending as PVE's ``config_with_pending_array``: value, then ``pending`` / ``delete`` markers."""
+    out: list[dict[str, Any]] = []
+    config = {**guest.config, **({"lock": guest.lock} if guest.lock else {})}
+    for key, value in sorted(config.items()):
+        item: dict[str, Any] = {"key": key, "value": str(value)}
+        if key in guest.pending:
+            item["pending"] = str(guest.pending[key])
+        if key in guest.pending_delete:
+            item["delete"] = 1
+        out.append(item)
+    out += [{"key": k, "pending": str(v)} for k, v in sorted(guest.pending.items()) if k not in config]
+    out += [{"key": k, "delete": 1} for k in guest.pending_delete if k not in config]
+    return out
+
+
 @route("GET", "/nodes/{node}/qemu/{vmid}/pending")
 def read_qemu_pending(call: Call) -> list[dict[str, Any]]:
-    return [{"key": k, "value": str(v)} for k, v in sorted(_guest(call, "qemu").config.items())]
+    return pending_view(_guest(call, "qemu"))
 
 
 @route("GET", "/nodes/{node}/lxc/{vmid}/pending")
 def read_lxc_pending(call: Call) -> list[dict[str, Any]]:
-    return [{"key": k, "value": str(v)} for k, v in sorted(_guest(call, "lxc").config.items())]
+    return pending_view(_guest(call, "lxc"))
 
 
 UPDATE_CONTROL = {"node", "vmid", "delete", "revert", "digest", "force", "skiplock", "background_delay"}
+# Options applied at once even to a running guest (qemu-server's $fast_plug_option, LXC's FASTPLUG list).
+QEMU_FAST_PLUG = {
+    "description",
+    "hookscript",
+    "lock",
+    "migrate_downtime",
+    "migrate_speed",
+    "name",
+    "onboot",
+    "protection",
+    "shares",
+    "startup",
+    "tags",
+    "vmstatestorage",
+    "cpuunits",
+    "cpulimit",
+    "ciuser",
+    "cipassword",
+    "citype",
+    "ciupgrade",
+    "cicustom",
+    "ipconfig",
+    "nameserver",
+    "searchdomain",
+    "sshkeys",
+}
+LXC_FAST_PLUG = {
+    "description",
+    "onboot",
+    "startup",
+    "protection",
+    "hostname",
+    "hookscript",
+    "cores",
+    "tags",
+    "lock",
+    "cpulimit",
+    "cpuunits",
+    "memory",
+    "swap",
+}
+QEMU_COLD_DISK = re.compile(r"^(ide|sata)\d+$|^(efidisk0|tpmstate0)$")
+
+
+def _hotplug_features(guest: Guest) -> set[str]:
+    value = str(guest.config.get("hotplug", "network,disk,usb"))
+    if value == "1":
+        return {"network", "disk", "usb"}
+    return set() if value == "0" else set(value.split(","))
+
+
+def hot_pluggable(guest: Guest, key: str, deleting: bool = False) -> bool:
+    """Whether a change of ``key`` reaches a running guest now or waits in ``pending`` for its restart."""
+    if guest.kind == "lxc":
+        if key in LXC_FAST_PLUG or NET.match(key):
+            return True
+        # a new mount point is hot-plugged; replacing or removing one waits
+        return bool(re.match(r"^mp\d+$", key)) and not deleting and key not in guest.config
+    if key in QEMU_FAST_PLUG or re.match(r"^ipconfig\d+$", key):
+        return True
+    features = _hotplug_features(guest)
+    if NET.match(key):
+        return "network" in features
+    if is_disk_key("qemu", key):
+        return "disk" in features and not QEMU_COLD_DISK.match(key)
+    if key == "memory":
+        return "memory" in features and not deleting
+    if key == "vcpus":
+        return "cpu" in features
+    return False
+
+
+def _remove_key(guest: Guest, key: str) -> None:
+    """Delete a config key; a disk volume is kept as ``unusedN`` as Proxmox does."""
+    value = str(guest.config.get(key, ""))
+    if is_disk_key(guest.kind, key) and ":" in value.split(",")[0] and "media=cdrom" not in value:
+        n = 0
+        while f"unused{n}" in guest.config:
+            n += 1
+        volume = value.split(",")[0]
+        size = next((size_bytes(p[5:]) for p in value.split(",") if p.startswith("size=")), None)
+        if size is not None:  # the volume stays on its storage at this size
+            guest.volume_sizes[volume] = size
+        guest.config[f"unused{n}"] = volume
+    guest.config.pop(key, None)
+
+
+def apply_pending(guest: Guest) -> None:
+    """Write the pending section into the config (at start, as ``vmconfig_apply_pending``)."""
+    for key in guest.pending_delete:
+        _remove_key(guest, key)
+    guest.config.update(guest.pending)
+    guest.pending, guest.pending_delete = {}, []
 
 
 def _update_config(call: Call, kind: GuestKind) -> None:
     guest = _guest(call, kind)
-    if call.get("digest") and call.params["digest"] != digest(guest.config):
-        raise bad_param("digest", "detected modified configuration - file changed by other user? Try again.")
     removals = [k for k in re.split(r"[,;\s]+", call.get("delete") or "") if k]
+    # qemu-server checks the digest first, then the lock; clearing a lock (`delete=lock`) needs skiplock
+    check_digest(guest, call.params, CHECKSUM if kind == "qemu" else MODIFIED)
+    check_lock(call.state, guest, call.identity, call.params)
     for key in removals:
         if key in call.params:
             raise bad_param("delete", f"cannot set and delete '{key}' at the same time")
+    reverts = [k for k in re.split(r"[,;\s]+", call.get("revert") or "") if k]
+    for key in reverts:
+        guest.pending.pop(key, None)
+        if key in guest.pending_delete:
+            guest.pending_delete.remove(key)
     changes = {k: v for k, v in call.params.items() if k not in UPDATE_CONTROL}
     taken = {f"{s}:{n}" for g in call.state.guests.values() for _, s, n, _ in disk_entries(g)}
     for key, value in list(changes.items()):
@@ -359,20 +495,29 @@ def _update_config(call: Call, kind: GuestKind) -> None:
             changes[key] = _allocate_disk(call.state, guest.vmid, key, value, kind, taken)
         elif NET.match(key):
             changes[key] = _normalise_net(kind, guest.vmid, key, value)
+    running = guest.status in ("running", "paused", "frozen")
+    if "lock" in removals:
+        removals.remove("lock")
+        guest.lock, guest.lock_task = None, None
+    if "lock" in changes:  # `lock` is a config option (`qm set --lock backup`), kept on the guest record
+        guest.lock, guest.lock_task = str(changes.pop("lock")), None
     for key in removals:
+        guest.pending.pop(key, None)
         if key not in guest.config:
             continue
-        if (
-            is_disk_key(kind, key)
-            and ":" in str(guest.config[key]).split(",")[0]
-            and "media=cdrom" not in str(guest.config[key])
-        ):
-            n = 0
-            while f"unused{n}" in guest.config:
-                n += 1
-            guest.config[f"unused{n}"] = str(guest.config[key]).split(",")[0]
-        del guest.config[key]
-    guest.config.update(changes)
+        if running and not hot_pluggable(guest, key, deleting=True):
+            if key not in guest.pending_delete:
+                guest.pending_delete.append(key)
+        else:
+            _remove_key(guest, key)
+    for key, value in changes.items():
+        if key in guest.pending_delete:
+            guest.pending_delete.remove(key)
+        if running and not hot_pluggable(guest, key):
+            guest.pending[key] = value
+        else:
+            guest.pending.pop(key, None)
+            guest.config[key] = value
     call.state.bump()
 
 
@@ -394,27 +539,48 @@ def update_lxc_config(call: Call) -> None:
     _update_config(call, "lxc")
 
 
+def _linked_clones_of(state: ClusterState, guest: Guest) -> list[str]:
+    """Base volumes of a template that a linked clone still uses (``base-100-disk-0/vm-123-disk-0``)."""
+    bases = {f"{s}:{n}" for _, s, n, _ in disk_entries(guest) if n.startswith("base-")}
+    used = set()
+    for other in state.guests.values():
+        for _, s, n, _ in disk_entries(other):
+            if "/" in n and f"{s}:{n.split('/', 1)[0]}" in bases:
+                used.add(f"{s}:{n.split('/', 1)[0]}")
+    return sorted(used)
+
+
 def _delete(call: Call, kind: GuestKind) -> str:
     guest = _guest(call, kind)
+    check_lock(call.state, guest, call.identity, call.params)
     if guest.status == "running":
         raise bad_param(
             "vmid", f"{'VM' if kind == 'qemu' else 'CT'} {guest.vmid} is running - destroy failed"
         )
+    state = call.state
+    replications = sorted(k for k, j in state.replication_jobs.items() if j.get("guest") == guest.vmid)
+    if replications and not call.get("purge"):
+        # ReplicationConfig::check_for_existing_jobs: only `purge` removes a guest's replication jobs
+        raise ApiError(
+            500,
+            f"There is a replication job '{replications[0]}' for guest '{guest.vmid}' - Please remove that first.",
+        )
     if int(guest.config.get("protection", 0) or 0):
         raise bad_param("vmid", "can't remove guest with protection enabled")
-    del call.state.guests[guest.vmid]
+    in_use = _linked_clones_of(state, guest)
+    if in_use:
+        raise ApiError(500, f"base volume '{in_use[0]}' is still in use by linked cloned")
+    del state.guests[guest.vmid]
     if call.get("purge"):
-        state = call.state
         state.backup_jobs = {
             k: {**j, "vmid": ",".join(v for v in str(j.get("vmid", "")).split(",") if v != str(guest.vmid))}
             for k, j in state.backup_jobs.items()
         }
-        state.replication_jobs = {
-            k: j for k, j in state.replication_jobs.items() if j.get("guest") != guest.vmid
-        }
+        for job_id in replications:  # the job, its run state and its last log go with the guest
+            del state.replication_jobs[job_id]
+            state.replication_logs.pop(job_id, None)
+        state.replication_state.pop(guest.vmid, None)
         state.acls = [a for a in state.acls if a.path != f"/vms/{guest.vmid}"]
-    if call.get("destroy-unreferenced-disks", 1) is not None:
-        pass
     return call.state.add_task(
         guest.node, "qmdestroy" if kind == "qemu" else "vzdestroy", str(guest.vmid), call.identity.subject
     ).upid
@@ -473,12 +639,16 @@ _ACTIONS: dict[str, tuple[str, bool | None]] = {
 
 
 def _power(call: Call, kind: GuestKind, action: str) -> str:
+    """Power actions run as tasks: a template or a locked guest makes the task fail, not the call."""
     guest = _guest(call, kind)
-    if guest.is_template and action in ("start", "reboot", "reset", "resume"):
-        raise bad_param("vmid", "you can't start a vm if it's a template")
     verb, running = _ACTIONS[action]
     exitstatus = "OK"
-    if action in ("reboot", "shutdown", "suspend", "reset") and guest.status != "running":
+    locked = lock_error(call.state, guest, call.identity, call.params)
+    if guest.is_template and action == "start":
+        exitstatus = f"you can't start a {'vm' if kind == 'qemu' else 'CT'} if it's a template"
+    elif locked and action != "resume":
+        exitstatus = locked
+    elif action in ("reboot", "shutdown", "suspend", "reset") and guest.status != "running":
         exitstatus = f"{'VM' if kind == 'qemu' else 'CT'} {guest.vmid} not running"
     elif action == "start" and guest.status == "running":
         exitstatus = f"{'VM' if kind == 'qemu' else 'CT'} {guest.vmid} already running"
@@ -486,6 +656,8 @@ def _power(call: Call, kind: GuestKind, action: str) -> str:
         if action == "suspend":
             guest.status = "paused" if kind == "qemu" else "frozen"
         elif running is not None:
+            if running and (guest.status != "running" or action == "reboot"):
+                apply_pending(guest)  # a (re)start boots the pending config
             _set_running(guest, running)
     prefix = "qm" if kind == "qemu" else "vz"
     log = [f"{verb} {guest.vmid}", "TASK OK" if exitstatus == "OK" else f"TASK ERROR: {exitstatus}"]
@@ -537,6 +709,9 @@ def _snapshot_list(call: Call, kind: GuestKind) -> list[dict[str, Any]]:
 def _snapshot_create(call: Call, kind: GuestKind) -> str:
     guest = _guest(call, kind)
     name = call.params["snapname"]
+    check_lock(call.state, guest, call.identity, call.params)
+    if guest.is_template:
+        raise ApiError(500, "you can't take a snapshot if it's a template")
     if name == "current" or name in guest.snapshots:
         raise bad_param("snapname", f"snapshot name '{name}' already used")
     guest.snapshots[name] = Snapshot(
@@ -548,10 +723,11 @@ def _snapshot_create(call: Call, kind: GuestKind) -> str:
         config=dict(guest.config),
     )
     guest.parent_snapshot = name
-    call.state.bump()
-    return call.state.add_task(
+    task = call.state.add_task(
         guest.node, "qmsnapshot" if kind == "qemu" else "vzsnapshot", str(guest.vmid), call.identity.subject
-    ).upid
+    )
+    hold_lock(call.state, guest, "snapshot", task)
+    return task.upid
 
 
 def _snap(call: Call, kind: GuestKind) -> tuple[Guest, Snapshot]:
@@ -564,33 +740,39 @@ def _snap(call: Call, kind: GuestKind) -> tuple[Guest, Snapshot]:
 
 def _snapshot_delete(call: Call, kind: GuestKind) -> str:
     guest, snap = _snap(call, kind)
+    if not call.get("force"):
+        check_lock(call.state, guest, call.identity, call.params)
     for other in guest.snapshots.values():
         if other.parent == snap.name:
             other.parent = snap.parent
     if guest.parent_snapshot == snap.name:
         guest.parent_snapshot = snap.parent
     del guest.snapshots[snap.name]
-    call.state.bump()
-    return call.state.add_task(
+    task = call.state.add_task(
         guest.node,
         "qmdelsnapshot" if kind == "qemu" else "vzdelsnapshot",
         str(guest.vmid),
         call.identity.subject,
-    ).upid
+    )
+    hold_lock(call.state, guest, "snapshot-delete", task)
+    return task.upid
 
 
 def _snapshot_rollback(call: Call, kind: GuestKind) -> str:
     guest, snap = _snap(call, kind)
+    check_lock(call.state, guest, call.identity, call.params)
     guest.config = dict(snap.config)
+    guest.pending, guest.pending_delete = {}, []
     guest.parent_snapshot = snap.name
     if call.get("start"):
         _set_running(guest, True)
     elif kind == "qemu" and not snap.vmstate:
         _set_running(guest, False)
-    call.state.bump()
-    return call.state.add_task(
+    task = call.state.add_task(
         guest.node, "qmrollback" if kind == "qemu" else "vzrollback", str(guest.vmid), call.identity.subject
-    ).upid
+    )
+    hold_lock(call.state, guest, "rollback", task)
+    return task.upid
 
 
 def _snapshot_config(call: Call, kind: GuestKind) -> dict[str, Any]:
@@ -738,6 +920,9 @@ def _lxc_iface(name: str, hwaddr: str, inet: str | None, inet6: str | None) -> d
     return entry
 
 
+# --- migration -----------------------------------------------------------------------------------
+
+
 @route("POST", "/nodes/{node}/qemu/{vmid}/migrate")
 def migrate_qemu(call: Call) -> str:
     return _migrate(call, "qemu")
@@ -749,29 +934,89 @@ def migrate_lxc(call: Call) -> str:
 
 
 def _migrate(call: Call, kind: GuestKind) -> str:
+    """Move a guest to another node: a task on the source node, ``lock: migrate`` while it runs."""
     guest = _guest(call, kind)
     target = call.params["target"]
     if target not in call.state.nodes:
         raise bad_param("target", f"no such node '{target}'")
     if target == guest.node:
         raise bad_param("target", "target is local node.")
+    check_lock(call.state, guest, call.identity, {})
+    if guest.status == "running":
+        if kind == "qemu" and not call.get("online"):
+            raise ApiError(500, "can't migrate running VM without --online")
+        if kind == "lxc" and not (call.get("online") or call.get("restart")):
+            raise ApiError(500, "can't migrate running container without --online or --restart")
     source = guest.node
+    label = "VM" if kind == "qemu" else "CT"
+    mode = "online" if guest.status == "running" else "offline"
+    if kind == "lxc" and guest.status == "running":
+        mode = "restart"
+    log = [
+        f"use dedicated network address for sending migration traffic ({call.state.nodes[target].ip})",
+        f"starting migration of {label} {guest.vmid} to node '{target}' ({call.state.nodes[target].ip})",
+        f"{mode} migration of {label} {guest.vmid}",
+        "migration finished successfully (duration 00:00:01)",
+        "TASK OK",
+    ]
     guest.node = target
-    call.state.bump()
-    return call.state.add_task(
-        source, "qmigrate" if kind == "qemu" else "vzmigrate", str(guest.vmid), call.identity.subject
-    ).upid
+    task = call.state.add_task(
+        source, "qmigrate" if kind == "qemu" else "vzmigrate", str(guest.vmid), call.identity.subject, log=log
+    )
+    hold_lock(call.state, guest, "migrate", task)
+    return task.upid
 
 
 # --- templates and clones ------------------------------------------------------------------------
 
 
+def _fresh_volume(state: ClusterState, storage: str, prefix: str, vmid: int, taken: set[str]) -> str:
+    index = 0
+    while f"{storage}:{prefix}-{vmid}-disk-{index}" in taken:
+        index += 1
+    taken.add(f"{storage}:{prefix}-{vmid}-disk-{index}")
+    return f"{prefix}-{vmid}-disk-{index}"
+
+
+def _clone_disk(
+    call: Call, kind: GuestKind, key: str, text: str, newid: int, full: bool, taken: set[str], log: list[str]
+) -> str:
+    """One disk of a clone: a full copy (new volume, optionally on ``storage``) or a linked clone of a
+    base volume (``local-lvm:base-100-disk-0/vm-123-disk-0``)."""
+    volume, _, rest = text.partition(",")
+    storage, name = volume.split(":", 1)
+    snapname = call.get("snapname")
+    what = "drive " if kind == "qemu" else "mountpoint "
+    if full:
+        target = call.get("storage") or storage
+        prefix = "subvol" if name.startswith(("subvol-", "basevol-")) else "vm"
+        new = f"{target}:{_fresh_volume(call.state, target, prefix, newid, taken)}"
+        log.append(f"create full clone of {what}{key} ({volume})")
+    else:
+        base = name.split("/", 1)[0]
+        if not base.startswith(("base-", "basevol-")):
+            if kind == "lxc":
+                raise ApiError(500, f"Linked clone feature for '{volume}' is not available")
+            of = " a snapshot of" if snapname else ""
+            raise ApiError(500, f"Linked clone feature is not supported for{of} '{volume}' ({key})")
+        prefix = "subvol" if base.startswith("basevol-") else "vm"
+        new = f"{storage}:{base}/{_fresh_volume(call.state, storage, prefix, newid, taken)}"
+        log.append(f"create linked clone of {what if kind == 'qemu' else 'mount point '}{key} ({volume})")
+    return ",".join(p for p in (new, rest) if p)
+
+
+# Snapshot bookkeeping a clone never copies (qemu-server's clone_vm skip list).
+CLONE_SKIP = {"parent", "snaptime", "vmstate", "snapstate", "runningcpu", "runningmachine", "template"}
+
+
 def _clone(call: Call, kind: GuestKind) -> str:
-    """Copy a guest (or one of its snapshots) to ``newid``: new disk volumes, new MACs, same settings."""
+    """Copy a guest (or one of its snapshots) to ``newid`` the way qemu-server / pve-container do:
+    full by default unless the source is a template, new MACs, a new SMBIOS uuid and vmgenid."""
     source = _guest(call, kind)
+    label = LABEL[kind]
     newid = int(call.params["newid"])
     if newid in call.state.guests:
-        raise bad_param("newid", f"{'VM' if kind == 'qemu' else 'CT'} {newid} already exists")
+        raise bad_param("newid", f"{label} {newid} already exists")
     target = call.get("target", source.node)
     if target not in call.state.nodes:
         raise bad_param("target", f"no such node '{target}'")
@@ -781,43 +1026,66 @@ def _clone(call: Call, kind: GuestKind) -> str:
     pool = call.get("pool")
     if pool is not None and pool not in call.state.pools:
         raise bad_param("pool", f"pool '{pool}' does not exist")
-    base = source.config
-    if call.get("snapname"):
-        snap = source.snapshots.get(call.params["snapname"])
-        if snap is None:
-            raise bad_param("snapname", f"snapshot '{call.params['snapname']}' does not exist")
-        base = snap.config
-    config: dict[str, Any] = {k: v for k, v in base.items() if k != "template" and not UNUSED.match(k)}
-    disk_index = 0
-    for key in list(config):
-        if is_disk_key(kind, key):
-            text = str(config[key])
-            volume, _, rest = text.partition(",")
-            if ":" not in volume or "media=cdrom" in rest:
-                continue
-            st = storage or volume.split(":", 1)[0]
-            config[key] = ",".join(p for p in (f"{st}:vm-{newid}-disk-{disk_index}", rest) if p)
-            disk_index += 1
+    check_lock(call.state, source, call.identity, {})
+    snapname = call.get("snapname")
+    if snapname and snapname not in source.snapshots:
+        raise ApiError(500, f"snapshot '{snapname}' does not exist")
+    full = bool(call.params["full"]) if call.get("full") is not None else not source.is_template
+    if not full and storage is not None:
+        raise ApiError(500, "parameter 'storage' not allowed for linked clones")
+    if not full and call.get("format") is not None:
+        raise ApiError(500, "parameter 'format' not allowed for linked clones")
+    if kind == "lxc" and full and source.status == "running" and not snapname:
+        raise ApiError(500, "Full clone of a running container is only possible from a snapshot")
+    base = source.snapshots[snapname].config if snapname else source.config
+    if target != source.node:
+        used = {storage} if storage else {s for _, s, _, _ in disk_entries(Guest(0, kind, "", dict(base)))}
+        if not all(int(call.state.storages.get(s, {}).get("shared", 0) or 0) for s in used):
+            raise ApiError(500, f"can't clone {label} to node '{target}' ({label} uses local storage)")
+    log = [f"creating a clone of {label} {source.vmid} with ID {newid}"] if kind == "qemu" else []
+    taken = {f"{s}:{n}" for g in call.state.guests.values() for _, s, n, _ in disk_entries(g)}
+    config: dict[str, Any] = {}
+    for key, value in base.items():
+        if key in CLONE_SKIP or UNUSED.match(key):
+            continue
+        text = str(value)
+        if is_disk_key(kind, key) and ":" in text.split(",")[0] and "media=cdrom" not in text:
+            config[key] = _clone_disk(call, kind, key, text, newid, full, taken, log)
         elif NET.match(key):
-            nic = str(config[key])
+            mac = mac_for(newid, int(key[3:]))
             if kind == "qemu":
-                model = nic.split(",", 1)[0].split("=", 1)[0]
-                config[key] = ",".join([f"{model}={mac_for(newid, int(key[3:]))}", *nic.split(",")[1:]])
+                model, _, rest = text.partition(",")
+                config[key] = ",".join(p for p in (f"{model.split('=', 1)[0]}={mac}", rest) if p)
             else:
-                config[key] = re.sub(r"hwaddr=[0-9A-Fa-f:]+", f"hwaddr={mac_for(newid, int(key[3:]))}", nic)
-    name_key = "name" if kind == "qemu" else "hostname"
-    config[name_key] = call.get(name_key) or f"Copy-of-{source.name}"
-    if call.get("description") is not None:
+                config[key] = re.sub(r"hwaddr=[0-9A-Fa-f:]+", f"hwaddr={mac}", text)
+        else:
+            config[key] = value
+    if kind == "qemu":
+        smbios = [p for p in str(config.get("smbios1", "")).split(",") if p and not p.startswith("uuid=")]
+        config["smbios1"] = ",".join([f"uuid={uuid.uuid4()}", *smbios])
+        if config.get("vmgenid"):
+            config["vmgenid"] = str(uuid.uuid4())
+        config["name"] = call.get("name") or f"Copy-of-VM-{source.config.get('name') or source.vmid}"
+    elif call.get("hostname"):
+        config["hostname"] = call.params["hostname"]
+    if call.get("description"):
         config["description"] = call.params["description"]
-    call.state.guests[newid] = Guest(vmid=newid, kind=kind, node=target, config=config, pool=pool)
-    call.state.bump()
-    return call.state.add_task(
+    log.append("TASK OK")
+    clone = Guest(vmid=newid, kind=kind, node=target, config=config, pool=pool)
+    call.state.guests[newid] = clone
+    task = call.state.add_task(
         source.node,
         "qmclone" if kind == "qemu" else "vzclone",
         str(source.vmid),
         call.identity.subject,
-        log=[f"create full clone of {source.vmid} to {newid}", "TASK OK"],
-    ).upid
+        log=log,
+    )
+    # qemu-server writes the new config with `lock: clone`; pve-container locks the source (`disk`)
+    # and the new container (`create`) until the copy is done
+    hold_lock(call.state, clone, "clone" if kind == "qemu" else "create", task)
+    if kind == "lxc":
+        hold_lock(call.state, source, "disk", task)
+    return task.upid
 
 
 @route("POST", "/nodes/{node}/qemu/{vmid}/clone")
@@ -830,18 +1098,30 @@ def clone_lxc(call: Call) -> str:
     return _clone(call, "lxc")
 
 
-def _make_template(call: Call, kind: GuestKind) -> Any:
-    guest = _guest(call, kind)
-    if guest.status == "running":
-        raise bad_param("vmid", "you can't convert a running guest to a template")
-    if guest.is_template:
-        raise bad_param("vmid", "guest is already a template")
+def to_base_volumes(guest: Guest) -> None:
+    """A template's disks are read-only base volumes: ``vm-100-disk-0`` becomes ``base-100-disk-0``."""
     for key, storage, name, _ in disk_entries(guest):
-        if name.startswith("vm-"):
-            guest.config[key] = str(guest.config[key]).replace(
-                f"{storage}:{name}", f"{storage}:base-{name[3:]}", 1
-            )
+        for old, new in (("vm-", "base-"), ("subvol-", "basevol-")):
+            if name.startswith(old) and "/" not in name:
+                text = str(guest.config[key])
+                guest.config[key] = text.replace(f"{storage}:{name}", f"{storage}:{new}{name[len(old) :]}", 1)
+
+
+def _make_template(call: Call, kind: GuestKind) -> Any:
+    """Convert a stopped guest without snapshots: its disks become read-only ``base-`` volumes."""
+    guest = _guest(call, kind)
+    label = LABEL[kind]
+    check_lock(call.state, guest, call.identity, {})
+    if guest.snapshots:
+        raise ApiError(500, f"unable to create template, because {label} contains snapshots")
+    if guest.is_template:
+        raise ApiError(500, "you can't convert a template to a template")
+    if guest.status == "running":
+        running = "VM is running" if kind == "qemu" else "the CT is running"
+        raise ApiError(500, f"you can't convert a {label} to template if {running}")
+    to_base_volumes(guest)
     guest.config["template"] = 1
+    guest.pending, guest.pending_delete = {}, []
     call.state.bump()
     task = call.state.add_task(
         guest.node, "qmtemplate" if kind == "qemu" else "vztemplate", str(guest.vmid), call.identity.subject
@@ -857,3 +1137,78 @@ def template_qemu(call: Call) -> Any:
 @route("POST", "/nodes/{node}/lxc/{vmid}/template")
 def template_lxc(call: Call) -> Any:
     return _make_template(call, "lxc")
+
+
+# --- disk resize ---------------------------------------------------------------------------------
+
+_SIZE = re.compile(r"^(\+)?(\d+(?:\.\d+)?)([KMGT])?$")
+_UNITS = {None: 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+def format_size(size: int) -> str:
+    """PVE's ``format_size``: the largest unit that divides the size exactly."""
+    for unit in ("T", "G", "M", "K"):
+        if size % _UNITS[unit] == 0 and size >= _UNITS[unit]:
+            return f"{size // _UNITS[unit]}{unit}"
+    return str(size)
+
+
+def _resize_error(call: Call, guest: Guest) -> str | None:
+    """Why the resize worker dies (its text), or None after growing the disk in the config."""
+    kind = guest.kind
+    if call.get("digest") and call.params["digest"] != config_digest(guest):
+        return CHECKSUM if kind == "qemu" else MODIFIED
+    locked = lock_error(call.state, guest, call.identity, call.params)
+    if locked:
+        return locked
+    disk = call.params["disk"]
+    value = guest.config.get(disk)
+    if value is None or not is_disk_key(kind, disk):
+        return f"disk '{disk}' does not exist"
+    text = str(value)
+    volume, _, rest = text.partition(",")
+    if kind == "qemu" and "media=cdrom" in rest:
+        return "you can't resize a cdrom"
+    if ":" not in volume:
+        return f"disk '{disk}' has no associated volume"
+    match = _SIZE.match(str(call.params["size"]))
+    if match is None:
+        return "invalid size string"
+    grow, number, unit = match.groups()
+    current = next((size_bytes(p[5:]) for p in rest.split(",") if p.startswith("size=")), 0)
+    new = int(float(number) * _UNITS[unit]) + (current if grow else 0)
+    if new < current:
+        return "shrinking disks is not supported" if kind == "qemu" else "unable to shrink disk size"
+    if new == current:
+        return None if kind == "qemu" else "disk is already at specified size"
+    opts = [p for p in rest.split(",") if p and not p.startswith("size=")]
+    guest.config[disk] = ",".join([volume, *opts, f"size={format_size(new)}"])
+    return None
+
+
+def _resize(call: Call, kind: GuestKind) -> str:
+    """Grow a disk (``+size`` or an absolute size) in a ``resize`` task; refusals fail the task."""
+    guest = _guest(call, kind)
+    before = guest.config.get(call.params["disk"])
+    error = _resize_error(call, guest)
+    disk, size = call.params["disk"], call.params["size"]
+    if error:
+        log = [f"TASK ERROR: {error}"]
+    else:
+        log = [f"update VM {guest.vmid}: resize --disk {disk} --size {size}", "TASK OK"]
+        if kind == "lxc":
+            log = [f"resize volume {str(before).split(',', 1)[0]} of {disk} to {size}", "TASK OK"]
+    call.state.bump()
+    return call.state.add_task(
+        guest.node, "resize", str(guest.vmid), call.identity.subject, log=log, exitstatus=error or "OK"
+    ).upid
+
+
+@route("PUT", "/nodes/{node}/qemu/{vmid}/resize")
+def resize_qemu(call: Call) -> str:
+    return _resize(call, "qemu")
+
+
+@route("PUT", "/nodes/{node}/lxc/{vmid}/resize")
+def resize_lxc(call: Call) -> str:
+    return _resize(call, "lxc")

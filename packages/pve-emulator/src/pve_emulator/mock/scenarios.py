@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from pve_emulator.mock.guests import mac_for
+from pve_emulator.mock.replication import run_job as run_replication
 from pve_emulator.mock.state import (
     Acl,
     ApiToken,
@@ -365,7 +366,23 @@ def _demo_extras(state: ClusterState, nodes: list[str], user: str) -> None:
             "rate": 50,
             "comment": "db-01 to standby",
         },
+        "200-0": {
+            "id": "200-0",
+            "type": "local",
+            "target": nodes[2],
+            "guest": 200,
+            "jobnum": 0,
+            "source": nodes[0],
+            "schedule": "*/30",
+        },
     }
+    # pvesr history: 103-0 synced at the last two quarter hours; 200-0 failed twice, the target unreachable
+    now = time.time()
+    quarter = int(now) - int(now) % 900
+    run_replication(state, "103-0", quarter - 900)
+    run_replication(state, "103-0", quarter)
+    run_replication(state, "200-0", now - 360, unreachable_target=True)
+    run_replication(state, "200-0", now - 60, unreachable_target=True)
     state.users["auditor@pve"] = User(
         userid="auditor@pve",
         password=None,

@@ -49,6 +49,11 @@ class Guest:
     parent_snapshot: str | None = None
     pool: str | None = None
     lock: str | None = None
+    lock_task: str | None = None  # UPID of the task holding ``lock``; the lock ends with the task
+    pending: dict[str, Any] = field(default_factory=dict)  # changes waiting for the next start
+    pending_delete: list[str] = field(default_factory=list)
+    # sizes of volumes whose config entry no longer says (a detached disk is just ``unusedN: volid``)
+    volume_sizes: dict[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -133,6 +138,7 @@ class ClusterState:
     """Everything mock mode knows. A restart (a new instance) resets it."""
 
     cluster_name: str = "hvsync-demo"
+    release: str = "9.1"  # the API release served (set from the schema); /version reports it
     nodes: dict[str, NodeRecord] = field(default_factory=dict)
     guests: dict[int, Guest] = field(default_factory=dict)
     storages: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -144,6 +150,9 @@ class ClusterState:
     acls: list[Acl] = field(default_factory=list)
     backup_jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     replication_jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # pvesr's state file (vmid -> 'local/<target>' -> last_try/last_sync/fail_count/...) and each job's last log
+    replication_state: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    replication_logs: dict[str, list[str]] = field(default_factory=dict)
     networks: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     sdn_zones: dict[str, dict[str, Any]] = field(default_factory=dict)
     sdn_vnets: dict[str, dict[str, Any]] = field(default_factory=dict)

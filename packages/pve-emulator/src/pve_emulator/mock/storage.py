@@ -7,10 +7,12 @@ import time
 from typing import Any
 
 from pve_emulator.errors import bad_param, not_found
+from pve_emulator.mock.access import privileges
 from pve_emulator.mock.registry import Call, route
 from pve_emulator.mock.state import ClusterState, Volume
 from pve_emulator.validation import INT64_MAX
 
+STORAGE_SEE = {"Datastore.Audit", "Datastore.AllocateSpace"}
 _CAPACITY = {
     "dir": 100,
     "lvmthin": 800,
@@ -24,26 +26,49 @@ _CAPACITY = {
 }
 
 
+# Storage types that allocate a guest disk's full size up front; on the others (thin pools, sparse
+# files, Ceph) a disk occupies only what the guest has written, modelled as a third of its size.
+THICK_TYPES = {"lvm", "iscsi", "iscsidirect"}
+
+
+def storage_enabled_on(cfg: dict[str, Any], node: str) -> bool:
+    """PVE::Storage::storage_check_enabled: not ``disable``d and, with a ``nodes`` list, on it."""
+    nodes = [n for n in str(cfg.get("nodes") or "").split(",") if n]
+    return not int(cfg.get("disable", 0) or 0) and (not nodes or node in nodes)
+
+
+def content_string(cfg: dict[str, Any]) -> str:
+    """content_hash_to_string: the content types, sorted, comma-separated."""
+    return ",".join(sorted({c for c in str(cfg.get("content", "")).split(",") if c}))
+
+
+def volume_used(cfg: dict[str, Any], size: int) -> int:
+    """Bytes a guest disk of ``size`` takes on its storage (the whole size only where it is thick)."""
+    thick = cfg["type"] in THICK_TYPES or (cfg["type"] == "zfspool" and not int(cfg.get("sparse", 0) or 0))
+    return size if thick else size // 3
+
+
 def _guest_volumes(state: ClusterState, node: str, storage: str) -> list[dict[str, Any]]:
+    """Every guest volume on the storage as seen from ``node`` (all nodes' guests on shared storage):
+    attached disks, detached ``unusedN`` ones (still on the storage), linked clones and template bases."""
     from pve_emulator.mock.guests import disk_entries
 
-    shared = bool(state.storages[storage].get("shared"))
+    cfg = state.storages[storage]
+    shared = bool(cfg.get("shared"))
     out = []
     for guest in state.guests.values():
         if not shared and guest.node != node:
             continue
-        for key, st, name, size in disk_entries(guest):
+        for _key, st, name, size in disk_entries(guest):
             if st != storage:
                 continue
             out.append(
                 {
                     "volid": f"{st}:{name}",
-                    "content": "rootdir"
-                    if (guest.kind == "lxc" and key in ("rootfs",)) or key.startswith("mp")
-                    else "images",
+                    "content": "rootdir" if guest.kind == "lxc" else "images",  # by the owner's type
                     "format": "raw" if not name.endswith(".qcow2") else "qcow2",
                     "size": size,
-                    "used": size // 3,
+                    "used": volume_used(cfg, size),
                     "vmid": guest.vmid,
                     "ctime": 1_735_689_600 + guest.vmid,
                 }
@@ -75,12 +100,33 @@ def volume_entry(v: Volume) -> dict[str, Any]:
 
 
 def storage_status(state: ClusterState, node: str, storage: str) -> dict[str, Any]:
+    """total/used/avail of a storage on a node: ``used`` is what its content takes there (each guest
+    volume's ``used``, each backup, ISO or template's ``size``), so it moves with every disk change."""
     cfg = state.storages[storage]
     total = _CAPACITY.get(cfg["type"], 500) * 1024**3
-    used = sum(v["size"] for v in _guest_volumes(state, node, storage)) // 3
+    used = sum(v["used"] for v in _guest_volumes(state, node, storage))
     used += sum(v.size for v in state.volumes.values() if v.storage == storage and _visible(v, node))
     used = min(used, total)
     return {"total": total, "used": used, "avail": total - used}
+
+
+def _storage_info(state: ClusterState, node: str, storage: str) -> dict[str, Any]:
+    """PVE::Storage::storage_info for one storage: zeros, inactive, when it is not enabled on the node."""
+    cfg = state.storages[storage]
+    enabled = storage_enabled_on(cfg, node)
+    info: dict[str, Any] = {
+        "type": cfg["type"],
+        "content": content_string(cfg),
+        "shared": int(cfg.get("shared", 0) or 0),
+        "enabled": int(enabled),
+        "active": int(enabled),
+        "total": 0,
+        "used": 0,
+        "avail": 0,
+    }
+    if enabled:
+        info.update(storage_status(state, node, storage))
+    return info
 
 
 def _node(call: Call) -> str:
@@ -151,49 +197,35 @@ def delete_storage_config(call: Call) -> None:
 
 @route("GET", "/nodes/{node}/storage")
 def list_node_storage(call: Call) -> list[dict[str, Any]]:
+    """Status.pm index: every storage, disabled ones and ones not on this node too (``enabled``/``active``
+    0, no numbers) unless ``content`` is asked for; ``enabled=1`` drops only ``disable``d ones."""
     node = _node(call)
-    wanted_content = call.get("content")
+    wanted_content = set((call.get("content") or "").split(",")) - {""}
     out = []
     for storage, cfg in call.state.storages.items():
-        if cfg.get("nodes") and node not in str(cfg["nodes"]).split(","):
+        if not privileges(call.state, call.identity, f"/storage/{storage}") & STORAGE_SEE:
             continue
         if call.get("storage") and storage != call.params["storage"]:
             continue
-        if wanted_content and not set(wanted_content.split(",")) & set(
-            str(cfg.get("content", "")).split(",")
-        ):
+        info = _storage_info(call.state, node, storage)
+        if wanted_content and not (info["enabled"] and wanted_content & set(info["content"].split(","))):
             continue
-        enabled = int(not cfg.get("disable", 0))
-        if call.get("enabled") and not enabled:
+        if call.get("enabled") and int(cfg.get("disable", 0) or 0):
             continue
-        st = storage_status(call.state, node, storage)
-        out.append(
-            {
-                "storage": storage,
-                "type": cfg["type"],
-                "content": cfg.get("content", ""),
-                "active": 1,
-                "enabled": enabled,
-                "shared": int(cfg.get("shared", 0)),
-                **st,
-                "used_fraction": round(st["used"] / st["total"], 6) if st["total"] else 0,
-            }
-        )
+        if info["total"]:
+            info["used_fraction"] = info["used"] / info["total"]
+        out.append({"storage": storage, **info})
     return out
 
 
 @route("GET", "/nodes/{node}/storage/{storage}/status")
 def node_storage_status(call: Call) -> dict[str, Any]:
-    node, storage = _storage_on(call)
-    cfg = call.state.storages[storage]
-    return {
-        "type": cfg["type"],
-        "content": cfg.get("content", ""),
-        "active": 1,
-        "enabled": 1,
-        "shared": int(cfg.get("shared", 0)),
-        **storage_status(call.state, node, storage),
-    }
+    """Status.pm read_status: the storage's info on this node (inactive zeros where it is not enabled)."""
+    node = _node(call)
+    storage = call.params["storage"]
+    if storage not in call.state.storages:
+        raise bad_param("storage", "No such storage.")
+    return _storage_info(call.state, node, storage)
 
 
 def _content(state: ClusterState, node: str, storage: str) -> list[dict[str, Any]]:

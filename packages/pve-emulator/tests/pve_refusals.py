@@ -1,0 +1,57 @@
+"""Proxmox's own HTTP 500 refusals of guest lifecycle calls (a `die` in qemu-server / pve-container).
+
+They are answers, not emulator crashes: the 5xx checks (walk, schemathesis) accept them by operation and
+exact text pattern; anything else at 5xx still fails.
+"""
+
+from __future__ import annotations
+
+import re
+
+GUEST = r"/nodes/\{node\}/(qemu|lxc)/\{vmid\}"
+_LOCK = r"(VM|CT) is locked \([a-z-]+\)"
+_DIGEST = (
+    r"checksum mismatch \(file change by other user\?\)"
+    r"|detected modified configuration - file changed by other user\? Try again\."
+)
+
+#: (method and path-template pattern, message pattern), both matched in full
+LIFECYCLE_REFUSALS: list[tuple[str, str]] = [
+    (rf"(POST|PUT|DELETE) {GUEST}(/.*)?", _LOCK),
+    (rf"(POST|PUT) {GUEST}/config", _DIGEST),
+    (
+        rf"POST {GUEST}/template",
+        r"unable to create template, because (VM|CT) contains snapshots"
+        r"|you can't convert a template to a template"
+        r"|you can't convert a VM to template if VM is running"
+        r"|you can't convert a CT to template if the CT is running",
+    ),
+    (rf"POST {GUEST}/snapshot", r"you can't take a snapshot if it's a template"),
+    (
+        rf"POST {GUEST}/migrate",
+        r"can't migrate running VM without --online"
+        r"|can't migrate running container without --online or --restart",
+    ),
+    (
+        rf"POST {GUEST}/clone",
+        r"parameter '(storage|format)' not allowed for linked clones"
+        r"|Full clone of a running container is only possible from a snapshot"
+        r"|snapshot '[^']+' does not exist"
+        r"|can't clone (VM|CT) to node '[^']+' \((VM|CT) uses local storage\)"
+        r"|Linked clone feature is not supported for( a snapshot of)? '[^']+' \([a-z0-9]+\)"
+        r"|Linked clone feature for '[^']+' is not available",
+    ),
+    (
+        rf"DELETE {GUEST}",
+        r"base volume '[^']+' is still in use by linked cloned"
+        r"|There is a replication job '[0-9]+-[0-9]+' for guest '[0-9]+' - Please remove that first\.",
+    ),
+]
+
+
+def is_lifecycle_refusal(operation: str, status: int, message: str | None) -> bool:
+    """Whether a 5xx answer to ``operation`` ("METHOD /path/{template}") is one of Proxmox's refusals."""
+    if status != 500 or message is None:
+        return False
+    text = message.rstrip("\n")
+    return any(re.fullmatch(op, operation) and re.fullmatch(msg, text) for op, msg in LIFECYCLE_REFUSALS)
