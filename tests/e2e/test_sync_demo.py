@@ -293,8 +293,15 @@ def test_initial_full_update_lands_every_core_stage_field_by_field(
     assert nightly["zstd"] == 2 and nightly["fleecing"] == ""
     assert nightly["raw_config"]["mode"] == "snapshot"
     assert weekly["node"]["name"] == "pve1" and weekly["keep_weekly"] == 4 and weekly["selection"] == []
-    [replication] = netbox.all("plugins/hvsync/replications", endpoint=PLUGIN_ENDPOINT["pk"])
-    assert replication["replication_id"] == "103-0"
+    replications = {
+        r["replication_id"]: r
+        for r in netbox.all("plugins/hvsync/replications", endpoint=PLUGIN_ENDPOINT["pk"])
+    }
+    assert set(replications) == set(state.replication_jobs) == {"103-0", "200-0"}
+    failing = replications["200-0"]  # CT 200 to pve3, its runs failed: the definition syncs all the same
+    assert (failing["guest"], failing["target"], failing["source"]) == (200, "pve3", "pve1")
+    assert failing["virtual_machine"]["id"] == vms[f"{identity()}|vm|200"]["id"]
+    replication = replications["103-0"]
     assert replication["virtual_machine"]["id"] == vms[f"{identity()}|vm|103"]["id"]
     assert (replication["guest"], replication["target"], replication["source"]) == (103, "pve2", "pve1")
     assert (replication["schedule"], replication["rate"], replication["jobnum"]) == ("*/15", 50.0, 0)

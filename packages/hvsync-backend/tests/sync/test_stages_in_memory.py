@@ -206,3 +206,19 @@ async def test_dry_run_plans_without_writing(pve_emulator, netbox):
     results = await run_stages(ctx, ["devices"])
     assert netbox.writes == []
     assert results["devices"].created >= 2 and {p["kind"] for p in ctx.plans} >= {"cluster", "device"}
+
+
+async def test_a_storage_restricted_to_some_nodes_is_on_those_nodes_only(pve_emulator_factory, netbox):
+    """Proxmox lists a storage on every node, `enabled: 0` where its `nodes` option leaves the node out
+    (pve-storage's storage_info): the storage record names only the nodes it is configured for."""
+    emu = pve_emulator_factory()
+    emu.state.storages["local-lvm"]["nodes"] = "pve3"
+    listed = {r["storage"]: r for r in proxmox(emu, "/nodes/pve1/storage")}
+    assert listed["local-lvm"]["enabled"] == 0 and listed["local-lvm"]["total"] == 0
+    await run_stages(new_run(emu, netbox), ["devices", "storage"])
+    node_name = {r["id"]: r["name"] for r in netbox.rows["plugins/hvsync/nodes"].values()}
+    records = {r["name"]: r for r in netbox.rows["plugins/hvsync/storage"].values()}
+    assert [node_name[i] for i in records["local-lvm"]["nodes"]] == ["pve3"]
+    on_pve3 = {r["storage"]: r for r in proxmox(emu, "/nodes/pve3/storage")}["local-lvm"]
+    assert records["local-lvm"]["total"] == on_pve3["total"] > 0
+    assert sorted(node_name[i] for i in records["ceph-vm"]["nodes"]) == ["pve1", "pve2", "pve3"]

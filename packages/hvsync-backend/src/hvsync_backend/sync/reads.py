@@ -24,8 +24,17 @@ async def clusters(ctx: SyncContext) -> dict[int, ClusterInfo]:
     return ctx.reads.clusters
 
 
+def _node_list(entry: dict[str, Any]) -> set[str] | None:
+    """The nodes a storage is restricted to (its `nodes` option), None when it is on every node."""
+    nodes = {n for n in str(entry.get("nodes") or "").split(",") if n}
+    return nodes or None
+
+
 async def storage_facts(ctx: SyncContext) -> dict[int, dict[str, Any]]:
-    """endpoint -> {'config': [...], 'per_node': {node: [...]}} (cached for the run)."""
+    """endpoint -> {'config': [...], 'per_node': {node: [storages on that node]}} (cached for the run).
+
+    Proxmox lists every configured storage on every node, a storage restricted to other nodes with
+    `enabled: 0` and zero sizes (pve-storage's storage_info); per_node keeps only the node's own."""
     if ctx.reads.storage is None:
         infos = await clusters(ctx)
 
@@ -34,9 +43,13 @@ async def storage_facts(ctx: SyncContext) -> dict[int, dict[str, Any]]:
             names = [n.name for n in info.nodes if n.online] if info else []
             config = await reader.get("storage") or []
             lists = await asyncio.gather(*(reader.optional(f"nodes/{n}/storage") for n in names))
+            restricted = {str(e.get("storage")): _node_list(e) for e in config}
             return {
                 "config": config,
-                "per_node": {n: list(rows or []) for n, rows in zip(names, lists, strict=True)},
+                "per_node": {
+                    n: [r for r in rows or [] if n in (restricted.get(str(r.get("storage"))) or {n})]
+                    for n, rows in zip(names, lists, strict=True)
+                },
             }
 
         ctx.reads.storage = await ctx.per_endpoint(read)
