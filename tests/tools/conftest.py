@@ -90,13 +90,18 @@ def tools_venv() -> Path:
     if not UV.exists():
         pytest.fail(f"{UV} is missing: run `make setup` first")
     shutil.rmtree(TOOLS_VENV, ignore_errors=True)
-    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+    # `make` exports UV_PYTHON (the workspace's interpreter), which would beat VIRTUAL_ENV: name the target
+    env = {k: v for k, v in os.environ.items() if k not in ("UV_PYTHON", "VIRTUAL_ENV")}
+    env["UV_PYTHON_DOWNLOADS"] = "never"
     subprocess.run([str(UV), "venv", "-q", "--python", sys.executable, str(TOOLS_VENV)], check=True, env=env)
+    target = TOOLS_VENV / "bin" / "python"
     subprocess.run(
-        [str(UV), "pip", "install", "-q", "--require-hashes", "-r", str(LOCK)],
+        [str(UV), "pip", "install", "-q", "--python", str(target), "--require-hashes", "-r", str(LOCK)],
         check=True,
-        env={**env, "VIRTUAL_ENV": str(TOOLS_VENV)},
+        env=env,
     )
+    if not (TOOLS_VENV / "bin" / "pve_exporter").exists():
+        pytest.fail(f"the tools were not installed into {TOOLS_VENV}")
     stamp.write_text(_lock_digest())
     return TOOLS_VENV
 
