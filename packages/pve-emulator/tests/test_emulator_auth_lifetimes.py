@@ -7,10 +7,6 @@ given as the password renews the session; API tokens and users honour ``expire``
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -295,40 +291,3 @@ def test_version_leaves_console_out_when_the_datacenter_sets_none() -> None:
     with running_emulator(scenario="empty") as pve, _root(pve) as root:
         assert "console" not in pve.state.generic.get("/cluster/options", {}).get(".", {})
         assert set(root.get("/version").json()["data"]) == {"version", "release", "repoid"}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.mark.parametrize("release", ["8.4", "9.1"])
-def test_cli_release_flag_sets_what_version_reports(release: str) -> None:
-    port = _free_port()
-    cmd = [sys.executable, "-m", "pve_emulator", "serve", "--port", str(port), "--release", release]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                session = httpx.post(
-                    f"http://127.0.0.1:{port}/api2/json/access/ticket",
-                    data={"username": "root@pam", "password": "pve-emulator"},
-                    timeout=2,
-                ).json()["data"]
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-                assert time.monotonic() < deadline, "emulator did not start"
-                time.sleep(0.05)
-        version = httpx.get(
-            f"http://127.0.0.1:{port}/api2/json/version",
-            cookies={"PVEAuthCookie": session["ticket"]},
-            timeout=5,
-        ).json()["data"]
-        assert (version["release"], version["version"]) == (release, RELEASES[release].version)
-        assert version["version"].split(".")[:2] == release.split(".")
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=10)

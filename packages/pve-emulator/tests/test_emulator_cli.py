@@ -8,13 +8,31 @@ import sys
 import time
 
 import httpx
+import pytest
 from pve_emulator.cli import parser
+from pve_emulator.mock.release_info import RELEASES
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _login_when_up(proc: subprocess.Popen[bytes], port: int, password: str) -> httpx.Response:
+    """Log in to a just-started emulator process as soon as it listens (fails if it exits or never does)."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return httpx.post(
+                f"http://127.0.0.1:{port}/api2/json/access/ticket",
+                data={"username": "root@pam", "password": password},
+                timeout=2,
+            )
+        except httpx.TransportError:
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+            assert time.monotonic() < deadline, "emulator did not start"
+            time.sleep(0.05)
 
 
 def test_python_m_serve_answers_and_stops() -> None:
@@ -40,19 +58,7 @@ def test_python_m_serve_answers_and_stops() -> None:
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                resp = httpx.post(
-                    f"http://127.0.0.1:{port}/api2/json/access/ticket",
-                    data={"username": "root@pam", "password": "cli-pass-123"},
-                    timeout=2,
-                )
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-                assert time.monotonic() < deadline, "emulator did not start"
-                time.sleep(0.05)
+        resp = _login_when_up(proc, port, "cli-pass-123")
         assert resp.status_code == 200
         cookies = {"PVEAuthCookie": resp.json()["data"]["ticket"]}
         nodes = httpx.get(f"http://127.0.0.1:{port}/api2/json/nodes", cookies=cookies, timeout=5).json()[
@@ -63,6 +69,25 @@ def test_python_m_serve_answers_and_stops() -> None:
         proc.terminate()
         out, _ = proc.communicate(timeout=10)
     assert b"large scenario on http://127.0.0.1:" in out and b"cli-pass-123" not in out
+
+
+@pytest.mark.parametrize("release", ["8.4", "9.1"])
+def test_cli_release_flag_sets_what_version_reports(release: str) -> None:
+    port = _free_port()
+    cmd = [sys.executable, "-m", "pve_emulator", "serve", "--port", str(port), "--release", release]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        session = _login_when_up(proc, port, "pve-emulator").json()["data"]
+        version = httpx.get(
+            f"http://127.0.0.1:{port}/api2/json/version",
+            cookies={"PVEAuthCookie": session["ticket"]},
+            timeout=5,
+        ).json()["data"]
+        assert (version["release"], version["version"]) == (release, RELEASES[release].version)
+        assert version["version"].split(".")[:2] == release.split(".")
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
 
 
 def test_cli_rejects_bad_flags() -> None:
