@@ -8,8 +8,11 @@ Measures, in one run on one fresh NetBox:
   4. a one-VM change synced with the selected-object path (target < 2 s, only that VM's objects).
 Writes benchmarks/results/sync.json and sync.png (other --vms: sync-<N>vms.json/.png).
 
-Usage: .venv/bin/python benchmarks/bench_sync.py [--vms 1000] [--instance bench-sync] [--port 8792]
-       [--reuse] [--emulator process|inprocess]
+The sync writes through the plugin's apply path (`--path apply`, change sets) or over REST (`--path rest`);
+NetBox's rate in 1. is always REST's. Apply-path runs write sync-apply[-<N>vms].json/.png.
+
+Usage: .venv/bin/python benchmarks/bench_sync.py [--vms 1000] [--path rest|apply] [--instance bench-sync]
+       [--port 8792] [--reuse] [--emulator process|inprocess]
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -248,12 +251,14 @@ async def run_sync(
 
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
-    previous = json.loads(result_path(args.vms, "json").read_text()) if args.reuse else None
+    previous = json.loads(result_path(args.vms, "json", args.path).read_text()) if args.reuse else None
     if previous is not None and previous.get("vms") != args.vms:
         raise SystemExit(
             f"--reuse needs a previous run with {args.vms} VMs in {result_path(args.vms, 'json')}"
         )
-    config = netbox_up(args.instance, args.port, fresh=previous is None)
+    config = replace(
+        netbox_up(args.instance, args.port, fresh=previous is None), apply_path=args.path == "apply"
+    )
     with emulator(args.emulator, args.vms) as emu:
         user, token = emu.token_id.split("!")
         plugin_pk = await plugin_hv_endpoint(config, emu)
@@ -283,7 +288,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         ).json()["data"]
         try:
             if previous is None:
-                rate = await netbox_write_rate(config, args.baseline_vms)
+                rate = await netbox_write_rate(replace(config, apply_path=False), args.baseline_vms)
                 print("netbox rate", rate, flush=True)
                 initial = await run_sync(config, source, CORE)
                 print("initial", initial, flush=True)
@@ -321,6 +326,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "sync",
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         "vms": args.vms,
+        "write_path": args.path,
         "guests": len(guests),
         "emulator": args.emulator,
         "netbox_bulk_write": rate,
@@ -354,9 +360,11 @@ INITIAL_KEYS = (
 )
 
 
-def result_path(vms: int, suffix: str) -> Path:
-    """`sync.json` for the 1,000-VM target run; other sizes keep their own files (`sync-300vms.json`)."""
-    return RESULTS / (f"sync.{suffix}" if vms == 1000 else f"sync-{vms}vms.{suffix}")
+def result_path(vms: int, suffix: str, path: str = "rest") -> Path:
+    """`sync.json` for the 1,000-VM target run; other sizes keep their own files (`sync-300vms.json`);
+    apply-path runs are `sync-apply...`."""
+    stem = "sync" if path == "rest" else f"sync-{path}"
+    return RESULTS / (f"{stem}.{suffix}" if vms == 1000 else f"{stem}-{vms}vms.{suffix}")
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
@@ -410,6 +418,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--vms", type=int, default=1000)
+    parser.add_argument("--path", choices=("rest", "apply"), default="rest", help="the sync's write path")
     parser.add_argument("--baseline-vms", type=int, default=100, help="VMs in the NetBox write-rate baseline")
     parser.add_argument("--instance", default="bench-sync")
     parser.add_argument("--port", type=int, default=8792)
@@ -435,8 +444,8 @@ def main() -> int:
                 check=False,
             )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    result_path(args.vms, "json").write_text(json.dumps(result, indent=2) + "\n")
-    plot(result, result_path(args.vms, "png"))
+    result_path(args.vms, "json", args.path).write_text(json.dumps(result, indent=2) + "\n")
+    plot(result, result_path(args.vms, "png", args.path))
     print(json.dumps(result, indent=2))
     return 0
 

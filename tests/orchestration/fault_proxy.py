@@ -34,6 +34,7 @@ class Fault:
     after: int = 0  # let this many matching requests through first (a server that fails mid-run)
     then_down: bool = False  # after injecting, drop every later request until clear() (the server died)
     method: str | None = None  # only requests with this method (None: any)
+    body_contains: str | None = None  # only requests whose body holds this text (None: any)
 
 
 @dataclass
@@ -71,7 +72,7 @@ class FaultProxy:
         fault.host = host
         self.faults[f"{host} {path_prefix}"] = fault
 
-    def fault_for(self, path: str, host: str = "", method: str = "GET") -> Fault | None:
+    def fault_for(self, path: str, host: str = "", method: str = "GET", body: bytes = b"") -> Fault | None:
         hostname = host.rsplit(":", 1)[0] if host else ""
         for key, fault in self.faults.items():
             prefix = key.split(" ", 1)[1] if fault.host is not None else key
@@ -79,6 +80,8 @@ class FaultProxy:
                 continue
             if path.split("?", 1)[0].startswith(prefix):
                 if fault.method is not None and fault.method != method:
+                    continue
+                if fault.body_contains is not None and fault.body_contains.encode() not in body:
                     continue
                 if fault.after > 0:
                     fault.after -= 1
@@ -108,7 +111,7 @@ class FaultProxy:
                     fault = (
                         Fault("drop")
                         if proxy.down
-                        else proxy.fault_for(self.path, self.headers.get("Host", ""), self.command)
+                        else proxy.fault_for(self.path, self.headers.get("Host", ""), self.command, body)
                     )
                     if fault is not None and fault.then_down:
                         proxy.down = True

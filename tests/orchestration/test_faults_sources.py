@@ -9,6 +9,7 @@ endpoint's port is pointed at it for the test. Proxmox faults are made in the em
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +19,9 @@ from conftest import PLUGIN_API, NetBox, Plugin, assert_no_secrets
 from fault_proxy import Fault, FaultProxy
 
 VMS_API = "/api/virtualization/virtual-machines/"
+#: The apply path's route: VM writes arrive here as change sets naming the VM list (docs/apply-path.md)
+CHANGE_SETS = "/api/plugins/hvsync/change-sets/"
+VM_CREATES = '"op":"create","path":"virtualization/virtual-machines"'  # as httpx sends JSON
 
 
 @pytest.fixture
@@ -63,15 +67,18 @@ def test_netbox_down_mid_stage_is_an_application_failure_and_a_rerun_converges(
 ) -> None:
     assert netbox.run_sync(sync_types=["devices"])["status"]["value"] == "completed"
     delete_managed_vms(netbox)
-    # the first VM write reaches NetBox and is committed, its answer is lost, then NetBox is gone
-    netbox_side.set(VMS_API, Fault("lost_answer", method="POST", times=1, then_down=True))
+    # the first VM write reaches NetBox and is committed, its answer is lost, then NetBox is gone (so the
+    # backend cannot even read back what landed)
+    netbox_side.set(
+        CHANGE_SETS, Fault("lost_answer", method="POST", times=1, then_down=True, body_contains=VM_CREATES)
+    )
     job = netbox.run_sync(sync_types=["virtual-machines"])
     assert job["status"]["value"] == "failed"
     stage = vm_stage(job)
     # the backend answered (a complete frame with ok false): SPEC 6.2 calls that an application failure
     assert stage["ok"] is False and stage["failure_kind"] == "application", stage
     assert "virtual-machines" in job["error"]
-    assert any(h.method == "POST" and h.path.startswith(VMS_API) for h in netbox_side.hits)
+    assert any(h.method == "POST" and VM_CREATES.encode() in h.body for h in netbox_side.hits)
     assert_no_secrets(job, plugin.planted)
     committed = managed_vms(netbox)
     assert committed, "the lost write was committed by NetBox (the case a rerun must not duplicate)"
@@ -84,6 +91,38 @@ def test_netbox_down_mid_stage_is_an_application_failure_and_a_rerun_converges(
     again = netbox.run_sync(sync_types=["virtual-machines"])
     assert again["status"]["value"] == "completed"
     assert vm_stage(again)["summary"]["created"] == 0 and vm_stage(again)["summary"]["updated"] == 0
+
+
+def test_a_change_set_whose_answer_was_lost_is_read_back_not_written_twice(
+    netbox: NetBox, plugin: Plugin, faults: FaultProxy, netbox_side: FaultProxy, emulator: Any
+) -> None:
+    assert netbox.run_sync(sync_types=["devices"])["status"]["value"] == "completed"
+    delete_managed_vms(netbox)
+    netbox_side.set(CHANGE_SETS, Fault("lost_answer", method="POST", times=1, body_contains=VM_CREATES))
+    job = netbox.run_sync(sync_types=["virtual-machines"])
+    assert job["status"]["value"] == "completed", job["error"]
+    lost = next(h for h in netbox_side.hits if h.method == "POST" and VM_CREATES.encode() in h.body)
+    set_id = json.loads(lost.body)["id"]
+    assert f"{CHANGE_SETS}{set_id}/" in netbox_side.paths("GET")  # read back under the change set's id
+    assert vm_stage(job)["summary"]["failed"] == 0
+    assert_one_vm_per_guest(netbox, emulator)
+
+
+def test_on_the_rest_path_a_lost_create_is_read_back_by_its_key_not_written_twice(
+    netbox: NetBox, plugin: Plugin, faults: FaultProxy, netbox_side: FaultProxy, emulator: Any
+) -> None:
+    assert netbox.run_sync(sync_types=["devices"])["status"]["value"] == "completed"
+    delete_managed_vms(netbox)
+    # a NetBox whose plugin offers no apply path (discovery answers 404): the backend writes over REST
+    netbox_side.set(CHANGE_SETS, Fault("status", status=404, body={"detail": "Not found."}))
+    netbox_side.set(VMS_API, Fault("lost_answer", method="POST", times=1))
+    job = netbox.run_sync(sync_types=["virtual-machines"])
+    assert job["status"]["value"] == "completed", job["error"]
+    assert not any(h.method == "POST" and h.path.startswith(CHANGE_SETS) for h in netbox_side.hits)
+    reads = [h.path for h in netbox_side.hits if h.method == "GET" and "cf_hvsync_key=" in h.path]
+    assert any(p.startswith(VMS_API) for p in reads)  # the lost list was read back by key
+    assert vm_stage(job)["summary"]["failed"] == 0
+    assert_one_vm_per_guest(netbox, emulator)
 
 
 def test_an_offline_proxmox_node_leaves_its_guests_alone(

@@ -66,3 +66,45 @@ def test_both_wheels_carry_the_wire_data(tmp_path: Path) -> None:
             assert f"{module}/wire/{name}" in names, (wheel.name, name)
         with zipfile.ZipFile(wheel).open(f"{module}/wire/wire.json") as packed:
             assert json.load(packed) == dict(wire.DATA)
+
+
+def test_change_sets_the_backend_builds_match_the_schema_and_parse_back() -> None:
+    from hvsync_backend.inventory.apply_path import change_set
+    from hvsync_backend.wire import change_sets
+
+    schema = json.loads((CONTRACTS / "wire" / "change-set.schema.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    bodies = [
+        change_set("POST", "virtualization/virtual-machines", [{"name": "a", "tags": [{"slug": "hvsync"}]}]),
+        change_set("PATCH", "dcim/devices", [{"id": 4, "status": "offline"}]),
+        change_set("DELETE", "plugins/hvsync/snapshots", [{"id": 9}]),
+    ]
+    for body in bodies:
+        validator.validate(body)
+        parsed = change_sets.parse(body)
+        assert parsed.id == body["id"] and [op.op for op in parsed.operations] in (
+            ["create"],
+            ["update"],
+            ["delete"],
+        )
+    # the schema refuses what parse refuses
+    bad = {**bodies[0], "operations": [{"op": "create", "path": "users/users", "data": {}}]}
+    assert not validator.is_valid(bad)
+    with pytest.raises(change_sets.ChangeSetError) as refused:
+        change_sets.parse(bad)
+    assert refused.value.field == "operations[0].path"
+    with_ref = {
+        **bodies[0],
+        "operations": [
+            {"op": "create", "path": "virtualization/virtual-machines", "ref": "vm", "data": {"name": "a"}},
+            {
+                "op": "create",
+                "path": "virtualization/interfaces",
+                "data": {"virtual_machine": {"$ref": "vm"}},
+            },
+        ],
+    }
+    validator.validate(with_ref)
+    second = change_sets.parse(with_ref).operations[1]
+    assert change_sets.resolve_references(second.data, {"vm": 12}) == {"virtual_machine": 12}
+    assert change_sets.error_status([400, 403]) == 403 and change_sets.error_status([404, 400]) == 404

@@ -69,6 +69,9 @@ class Settings(BaseSettings):
     # GET /metrics needs the API key like every route unless the operator opens it (for a Prometheus
     # that cannot send headers, on a network where the counters are not sensitive).
     metrics_public: bool = False
+    # Write through the plugin's apply path (change sets, one transaction per batch) when NetBox offers
+    # it; false: REST list writes only (docs/apply-path.md).
+    netbox_apply_path: bool = True
     log_level: str = "info"
 
     @field_validator("trusted_proxies", mode="before")

@@ -15,7 +15,8 @@ AUTH = f"Bearer nbt_abcdefabcdef.{TOKEN}"
 
 
 def client(handler, **overrides) -> NetBoxClient:
-    config = NetBoxConfig(url="http://netbox.test", auth_header=AUTH, **overrides)
+    # these tests are about REST list writes; the apply path has its own (test_netbox_apply_path.py)
+    config = NetBoxConfig(url="http://netbox.test", auth_header=AUTH, **{"apply_path": False, **overrides})
     return NetBoxClient(config, transport=httpx.MockTransport(handler))
 
 

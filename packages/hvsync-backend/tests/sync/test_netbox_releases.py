@@ -58,7 +58,8 @@ class FakeNetBox:
 
 def client(fake: FakeNetBox) -> NetBoxClient:
     return NetBoxClient(
-        NetBoxConfig(url="http://netbox.test", auth_header=AUTH), transport=httpx.MockTransport(fake.handler)
+        NetBoxConfig(url="http://netbox.test", auth_header=AUTH, apply_path=False),
+        transport=httpx.MockTransport(fake.handler),
     )
 
 

@@ -27,7 +27,13 @@ if PluginConfig is not None:
         queues = [PLUGIN_QUEUE]
         # hvsync_<model>[_list] queries in NetBox's /graphql/ (docs/plugin.md "GraphQL")
         graphql_schema = "graphql.schema.schema"
-        default_settings: dict = {"encryption_key": "", "stream_read_timeout": 120, "queue": SYNC_QUEUE}
+        default_settings: dict = {
+            "encryption_key": "",
+            "stream_read_timeout": 120,
+            "queue": SYNC_QUEUE,
+            # the apply path, POST /api/plugins/hvsync/change-sets/ (docs/apply-path.md)
+            "change_sets": True,
+        }
 
         def ready(self) -> None:
             super().ready()

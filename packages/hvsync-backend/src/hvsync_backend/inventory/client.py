@@ -3,6 +3,9 @@
 NetBox writes one transaction per object even in list requests (~20-30 objects/s on small machines),
 so writes are chunked and run a few at a time (tuned to NetBox's gunicorn workers). A list request is
 all-or-nothing in NetBox, so a rejected chunk is retried object by object: one bad object fails alone.
+When the plugin offers its apply path (`apply_path.py`), each chunk is one change set instead: one
+transaction inside NetBox. On both paths chunk sizes follow NetBox's answer times (`batching.py`), and a
+write whose answer never came is read back before it is sent again, so it is neither lost nor doubled.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import Any
 
 import httpx
 
+from hvsync_backend.inventory.apply_path import ApplyOffer, change_set, is_outcome
+from hvsync_backend.inventory.batching import BatchSizer
 from hvsync_backend.inventory.errors import (
     NetBoxAuthError,
     NetBoxError,
@@ -26,6 +31,8 @@ from hvsync_backend.inventory.errors import (
 )
 from hvsync_backend.inventory.releases import INTERFACE_LISTS, NetBoxRelease, write_primary_macs
 from hvsync_backend.metrics import RequestObserver, observed
+from hvsync_backend.wire import change_sets
+from hvsync_backend.wire.keys import KEY_FIELD
 
 BRANCH_HEADER = "X-NetBox-Branch"
 #: Seconds an idle keep-alive connection is kept for reuse (below gunicorn's default keepalive of 2 s).
@@ -47,6 +54,9 @@ SELF_CONTAINED_WRITES = frozenset(
     }
 )
 PAGE_LIMIT = 1000
+#: Largest REST list write: NetBox spends one transaction per object in it, so a bigger list only
+#: takes longer to answer (and to time out) without writing faster.
+REST_CHUNK_CEILING = 200
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,10 @@ class NetBoxConfig:
     read_concurrency: int = 8
     write_concurrency: int = 4
     write_chunk: int = 50
+    #: First change-set size on the apply path (it then follows NetBox's answer times)
+    apply_chunk: int = 100
+    #: Use the plugin's apply path when it offers one (False: REST list writes only)
+    apply_path: bool = True
     #: Builds the client's HTTP transport (None: the network); set from `BackendContext.netbox_transport`.
     transport: Callable[[], httpx.AsyncBaseTransport] | None = field(default=None, repr=False, compare=False)
     #: Told about every request the client sends (the backend's metrics); None: nobody.
@@ -149,6 +163,10 @@ class NetBoxClient:
         self._path_generation: dict[str, int] = {}
         self._list_cache: dict[tuple[Any, ...], tuple[int, asyncio.Task[list[dict[str, Any]]]]] = {}
         self._release: asyncio.Task[NetBoxRelease] | None = None
+        self._offer: asyncio.Task[ApplyOffer | None] | None = None
+        target = max(1.0, config.timeout / 4)
+        self.rest_sizer = BatchSizer(max(1, config.write_chunk), REST_CHUNK_CEILING, target)
+        self.apply_sizer = BatchSizer(max(1, config.apply_chunk), change_sets.MAX_OPERATIONS, target)
 
     async def __aenter__(self) -> NetBoxClient:
         return self
@@ -165,13 +183,23 @@ class NetBoxClient:
     # -- low level -------------------------------------------------------------------------------
 
     async def request(
-        self, method: str, path: str, *, params: dict[str, Any] | None = None, json: Any = None
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        writes: tuple[str, str] | None = None,
     ) -> Any:
-        """One HTTP call; returns decoded JSON (None for 204) or raises a typed NetBoxError."""
+        """One HTTP call; returns decoded JSON (None for 204) or raises a typed NetBoxError.
+
+        `writes` is the (method, list path) a write really changes, when it is sent elsewhere (a change
+        set): that list's cached reads go stale, as they would for the REST write."""
         path = path.strip("/") + "/"  # NetBox answers a path without the slash with a redirect
         is_write = method != "GET"
+        stale = writes or (method, path)
         if is_write:
-            self._wrote(method, path)  # when a write starts and when it ends: reads in between are stale
+            self._wrote(*stale)  # when a write starts and when it ends: reads in between are stale
         started = time.monotonic()
         try:
             try:
@@ -194,7 +222,7 @@ class NetBoxClient:
             ) from None
         finally:
             if is_write:
-                self._wrote(method, path)
+                self._wrote(*stale)
                 self.stats.write_requests += 1
                 key = f"{method} {path.split('?')[0]}"
                 self.stats.by_path[key] = self.stats.by_path.get(key, 0) + 1
@@ -239,6 +267,20 @@ class NetBoxClient:
 
     async def _read_release(self) -> NetBoxRelease:
         return NetBoxRelease.from_status(await self.get("status/"))
+
+    async def apply_offer(self) -> ApplyOffer | None:
+        """What the plugin's apply path takes, asked once; None: REST list writes only."""
+        if not self.config.apply_path:
+            return None
+        if self._offer is None:
+            self._offer = asyncio.ensure_future(self._discover())
+        return await asyncio.shield(self._offer)
+
+    async def _discover(self) -> ApplyOffer | None:
+        try:
+            return ApplyOffer.from_discovery(await self.get(f"{change_sets.ROUTE}/"))
+        except NetBoxError:  # no plugin, an older plugin, or NetBox down (the writes will say so)
+            return None
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -384,32 +426,192 @@ class NetBoxClient:
         return results
 
     async def _bulk(self, method: str, path: str, items: list[dict[str, Any]]) -> list[Any]:
+        """Write `items` in batches, a few at a time; result i answers item i (object, None or error)."""
         if not items:
             return []
-        size = max(1, self.config.write_chunk)
-        chunks = [items[i : i + size] for i in range(0, len(items), size)]
-        answers = await asyncio.gather(*(self._write_chunk(method, path, chunk) for chunk in chunks))
-        return [result for chunk in answers for result in chunk]
+        path = path.strip("/")
+        offer = await self.apply_offer()
+        applied = offer is not None and path in offer.paths
+        sizer = self.apply_sizer if applied else self.rest_sizer
+        write = self._apply_chunk if applied else self._write_chunk
+        results: list[Any] = [None] * len(items)
+        cursor = 0
 
-    async def _write_chunk(self, method: str, path: str, chunk: list[dict[str, Any]]) -> list[Any]:
+        async def worker() -> None:
+            nonlocal cursor
+            while cursor < len(items):
+                start = cursor
+                chunk = items[start : start + sizer.take(len(items) - start)]
+                cursor += len(chunk)
+                async with self._writes:
+                    results[start : start + len(chunk)] = await write(method, path, chunk, sizer)
+
+        workers = min(self.config.write_concurrency, -(-len(items) // sizer.take(len(items))))
+        await asyncio.gather(*(worker() for _ in range(max(1, workers))))
+        return results
+
+    async def _timed(self, sizer: BatchSizer, size: int, call: Any) -> Any:
+        """Await a write, telling `sizer` how long NetBox took (or that it never answered)."""
+        started = time.monotonic()
         try:
-            async with self._writes:
-                answer = await self.request(method, path, json=chunk)
+            answer = await call
+        except NetBoxUnreachable:
+            sizer.timed_out(size)
+            raise
+        sizer.answered(size, time.monotonic() - started)
+        return answer
+
+    async def _write_chunk(
+        self, method: str, path: str, chunk: list[dict[str, Any]], sizer: BatchSizer
+    ) -> list[Any]:
+        """One REST list request; a rejected list is retried object by object, an unanswered one is
+        read back first (`_unanswered`)."""
+        try:
+            answer = await self._timed(sizer, len(chunk), self.request(method, path, json=chunk))
         except NetBoxUnreachable as exc:
-            return [exc] * len(chunk)
+            return await self._unanswered(method, path, chunk, exc, sizer)
         except NetBoxHTTPError as exc:
             if len(chunk) == 1 or exc.status in (401, 403, 404, 405) or (exc.status or 0) >= 500:
                 return (
                     [self._item_error(exc, 0)] * len(chunk) if len(chunk) > 1 else [self._item_error(exc, 0)]
                 )
             # One bad object rejects the whole list: retry one by one to isolate it.
-            singles = await asyncio.gather(*(self._write_chunk(method, path, [item]) for item in chunk))
+            singles = await asyncio.gather(
+                *(self._write_chunk(method, path, [item], sizer) for item in chunk)
+            )
             return [s[0] for s in singles]
         if method == "DELETE":
             return [None] * len(chunk)
         if isinstance(answer, list) and len(answer) == len(chunk):
             return answer
         return [answer] * len(chunk)
+
+    async def _unanswered(
+        self, method: str, path: str, chunk: list[dict[str, Any]], exc: NetBoxUnreachable, sizer: BatchSizer
+    ) -> list[Any]:
+        """A REST write NetBox never answered may or may not have landed. Updates are sent again (the
+        same PATCH twice leaves the same object); deletes are sent again one by one (a 404 means the
+        first landed); creates that carry their `hvsync_key` are read back by it and only the missing
+        ones are sent again. Other creates are reported, never resent: a blind retry could write a
+        duplicate, and the next sync finds what did land."""
+        if method == "PATCH":
+            return await self._retry_once(method, path, chunk, exc, sizer)
+        if method == "DELETE":
+            answers = await asyncio.gather(*(self._delete_again(path, item, exc) for item in chunk))
+            return list(answers)
+        keys = [(item.get("custom_fields") or {}).get(KEY_FIELD) for item in chunk]
+        if not all(isinstance(k, str) and k for k in keys):
+            return [exc] * len(chunk)
+        try:
+            rows = await self._list_all(path, {f"cf_{KEY_FIELD}": keys}, None, False)
+        except NetBoxError:
+            return [exc] * len(chunk)
+        landed = {(row.get("custom_fields") or {}).get(KEY_FIELD): row for row in rows}
+        results: list[Any] = [landed.get(k) for k in keys]
+        missing = [i for i, row in enumerate(results) if row is None]
+        if missing:
+            again = await self._retry_once(method, path, [chunk[i] for i in missing], exc, sizer)
+            for i, answer in zip(missing, again, strict=True):
+                results[i] = answer
+        return results
+
+    async def _retry_once(
+        self, method: str, path: str, chunk: list[dict[str, Any]], exc: NetBoxUnreachable, sizer: BatchSizer
+    ) -> list[Any]:
+        try:
+            answer = await self._timed(sizer, len(chunk), self.request(method, path, json=chunk))
+        except NetBoxUnreachable:
+            return [exc] * len(chunk)
+        except NetBoxHTTPError as error:
+            return [self._item_error(error, 0)] * len(chunk)
+        if isinstance(answer, list) and len(answer) == len(chunk):
+            return answer
+        return [answer] * len(chunk)
+
+    async def _delete_again(self, path: str, item: dict[str, Any], exc: NetBoxUnreachable) -> Any:
+        try:
+            await self.request("DELETE", f"{path}/{int(item['id'])}")
+        except NetBoxHTTPError as error:
+            return None if error.status == 404 else error
+        except NetBoxUnreachable:
+            return exc
+        return None
+
+    # -- the apply path ----------------------------------------------------------------------------
+
+    async def _apply_chunk(
+        self, method: str, path: str, chunk: list[dict[str, Any]], sizer: BatchSizer
+    ) -> list[Any]:
+        """One change set. If NetBox refuses some of its objects the whole set rolls back; the refused
+        ones are reported and the rest is sent again as a new change set, so one bad object fails alone."""
+        body = change_set(method, path, chunk)
+        try:
+            outcome = await self._timed(sizer, len(chunk), self._send_change_set(body, method, path))
+        except NetBoxError as exc:
+            error = self._item_error(exc, 0) if isinstance(exc, NetBoxHTTPError) else exc
+            return [error] * len(chunk)
+        if outcome.get("applied"):
+            by_index = {int(r["index"]): r for r in outcome.get("results") or []}
+            return [None if method == "DELETE" else {"id": by_index[i]["id"]} for i in range(len(chunk))]
+        refused = {int(e["index"]): e for e in outcome.get("errors") or [] if isinstance(e, dict)}
+        results: list[Any] = [None] * len(chunk)
+        for i, error in refused.items():
+            results[i] = self._refusal(error, path)
+        rest = [i for i in range(len(chunk)) if i not in refused]
+        if rest and refused:
+            again = await self._apply_chunk(method, path, [chunk[i] for i in rest], sizer)
+            for i, answer in zip(rest, again, strict=True):
+                results[i] = answer
+        elif rest:  # refused without naming an object: report it on each
+            failure = NetBoxHTTPError(
+                "NetBox did not apply the change set and named no object", status=400, path=path
+            )
+            for i in rest:
+                results[i] = failure
+        return results
+
+    async def _send_change_set(self, body: dict[str, Any], method: str, path: str) -> dict[str, Any]:
+        """POST a change set; when no answer comes (or NetBox fails it with a 5xx), read back what landed
+        under its id, and only if nothing did, send the same change set again (the plugin answers a
+        repeated id with the stored outcome, so even a racing first attempt is not applied twice)."""
+        route = f"{change_sets.ROUTE}/"
+        first: NetBoxError | None = None
+        for _attempt in range(2):
+            try:
+                answer = await self.request("POST", route, json=body, writes=(method, path))
+                return dict(answer)
+            except NetBoxHTTPError as exc:
+                if is_outcome(exc.body):
+                    return dict(exc.body)
+                if (exc.status or 0) < 500:
+                    raise
+                first = first or exc
+            except NetBoxUnreachable as exc:
+                first = first or exc
+            landed = await self.read_back(body["id"])
+            if landed is not None:
+                return landed
+        assert first is not None
+        raise first
+
+    async def read_back(self, set_id: str) -> dict[str, Any] | None:
+        """The stored outcome of an applied change set, or None if nothing landed under `set_id`."""
+        try:
+            answer = await self.request("GET", f"{change_sets.ROUTE}/{set_id}/")
+        except NetBoxError:
+            return None
+        return dict(answer) if is_outcome(answer) else None
+
+    def _refusal(self, error: dict[str, Any], path: str) -> NetBoxHTTPError:
+        status = int(error.get("status") or 400)
+        body = redact(error.get("errors") or error.get("detail"), self._secrets)
+        cls: type[NetBoxHTTPError] = NetBoxAuthError if status in (401, 403) else NetBoxHTTPError
+        return cls(
+            f"NetBox rejected the object ({status}): {summarise(body)}",
+            status=status,
+            body=body,
+            path=f"/api/{path}/",
+        )
 
     @staticmethod
     def _item_error(exc: NetBoxHTTPError, index: int) -> NetBoxError:

@@ -47,5 +47,6 @@ async def load_targets(
         branch_schema_id=branch,
         transport=context.netbox_transport,
         observer=context.metrics.observer("netbox"),
+        apply_path=context.settings.netbox_apply_path,
     )
     return RunTargets(config, sources)

@@ -1,0 +1,208 @@
+"""The NetBox client on the apply path: discovery, change sets, refusals, unanswered writes, batch sizes.
+(The plugin's side is tested in real NetBox: packages/netbox-hvsync/tests/netbox/test_change_sets.py.)"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from hvsync_backend.inventory.batching import BatchSizer
+from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
+from hvsync_backend.inventory.errors import NetBoxHTTPError, NetBoxUnreachable
+
+AUTH = "Token 0123456789abcdef0123456789abcdef01234567"
+ROUTE = "/api/plugins/hvsync/change-sets/"
+OFFER = {
+    "enabled": True,
+    "versions": [1],
+    "max_operations": 1000,
+    "paths": ["virtualization/virtual-machines", "dcim/devices"],
+}
+
+
+class FakePlugin:
+    """NetBox with the plugin's change-set route: applies, stores outcomes, can lose answers."""
+
+    def __init__(self, offer: Any = OFFER, lose_answers: int = 0, refuse: str | None = None) -> None:
+        self.offer = offer
+        self.lose_answers = lose_answers
+        self.refuse = refuse
+        self.stored: dict[str, dict[str, Any]] = {}
+        self.requests: list[tuple[str, str, Any]] = []
+        self.next_id = 100
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content) if request.content else None
+        self.requests.append((request.method, request.url.path, body))
+        if request.url.path == ROUTE and request.method == "GET":
+            if self.offer is None:
+                return httpx.Response(404, json={"detail": "Not found."})
+            return httpx.Response(200, json=self.offer)
+        if request.url.path.startswith(ROUTE) and request.method == "GET":
+            set_id = request.url.path.removeprefix(ROUTE).strip("/")
+            if set_id in self.stored:
+                return httpx.Response(200, json=self.stored[set_id])
+            return httpx.Response(404, json={"applied": False})
+        if request.url.path == ROUTE:
+            return self.apply(body)
+        if request.method == "POST":  # REST
+            return httpx.Response(201, json=[{"id": i + 1} for i in range(len(body))])
+        return httpx.Response(404, json={})
+
+    def apply(self, body: dict[str, Any]) -> httpx.Response:
+        if body["id"] in self.stored:
+            return httpx.Response(200, json={**self.stored[body["id"]], "replayed": True})
+        errors = [
+            {"index": i, "status": 400, "errors": {"name": ["bad name"]}}
+            for i, op in enumerate(body["operations"])
+            if self.refuse is not None and op.get("data", {}).get("name") == self.refuse
+        ]
+        if errors:
+            outcome = {"version": 1, "id": body["id"], "applied": False, "results": [], "errors": errors}
+            return httpx.Response(400, json=outcome)
+        results = []
+        for i, op in enumerate(body["operations"]):
+            self.next_id += 1
+            results.append({"index": i, "op": op["op"], "id": op.get("id") or self.next_id})
+        outcome = {"version": 1, "id": body["id"], "applied": True, "results": results, "errors": []}
+        self.stored[body["id"]] = outcome
+        if self.lose_answers > 0:  # committed, but the answer never reaches the client
+            self.lose_answers -= 1
+            raise httpx.ReadTimeout("lost", request=None)
+        return httpx.Response(200, json=outcome)
+
+    def posts(self) -> list[dict[str, Any]]:
+        return [body for method, path, body in self.requests if method == "POST" and path == ROUTE]
+
+
+def client(fake: FakePlugin, **overrides: Any) -> NetBoxClient:
+    config = NetBoxConfig(url="http://netbox.test", auth_header=AUTH, **overrides)
+    return NetBoxClient(config, transport=httpx.MockTransport(fake.handler))
+
+
+async def test_offered_paths_are_written_as_change_sets_and_others_over_rest() -> None:
+    fake = FakePlugin()
+    async with client(fake) as nb:
+        created = await nb.bulk_create("virtualization/virtual-machines", [{"name": "a"}, {"name": "b"}])
+        updated = await nb.bulk_update("dcim/devices", [{"id": 7, "status": "active"}])
+        deleted = await nb.bulk_delete("dcim/devices", [9])
+        rest = await nb.bulk_create("ipam/vlans", [{"vid": 5}])
+    assert created == [{"id": 101}, {"id": 102}]
+    assert updated == [{"id": 7}] and deleted == [None] and rest == [{"id": 1}]
+    create, update, delete = fake.posts()
+    assert [op["op"] for op in create["operations"]] == ["create", "create"]
+    assert create["operations"][0] == {
+        "op": "create",
+        "path": "virtualization/virtual-machines",
+        "data": {"name": "a"},
+    }
+    assert update["operations"] == [
+        {"op": "update", "path": "dcim/devices", "id": 7, "data": {"status": "active"}}
+    ]
+    assert delete["operations"] == [{"op": "delete", "path": "dcim/devices", "id": 9}]
+    assert len({create["id"], update["id"], delete["id"]}) == 3  # one id per batch
+    discoveries = [r for r in fake.requests if r[:2] == ("GET", ROUTE)]
+    assert len(discoveries) == 1  # asked once per client
+    assert ("POST", "/api/ipam/vlans/", [{"vid": 5}]) in fake.requests
+    assert nb.stats.created == 3 and nb.stats.updated == 1 and nb.stats.deleted == 1
+
+
+@pytest.mark.parametrize(
+    "offer",
+    [
+        None,
+        {**OFFER, "enabled": False},
+        {**OFFER, "versions": [2]},
+        {**OFFER, "paths": []},
+        ["not", "a", "map"],
+    ],
+)
+async def test_without_a_usable_offer_every_write_is_rest(offer: Any) -> None:
+    fake = FakePlugin(offer=offer)
+    async with client(fake) as nb:
+        assert await nb.bulk_create("virtualization/virtual-machines", [{"name": "a"}]) == [{"id": 1}]
+    assert fake.posts() == []
+
+
+async def test_turned_off_in_the_backend_the_plugin_is_not_even_asked() -> None:
+    fake = FakePlugin()
+    async with client(fake, apply_path=False) as nb:
+        await nb.bulk_create("virtualization/virtual-machines", [{"name": "a"}])
+    assert [path for _, path, _ in fake.requests] == ["/api/virtualization/virtual-machines/"]
+
+
+async def test_a_refused_object_fails_alone_and_the_rest_lands_in_a_new_change_set() -> None:
+    fake = FakePlugin(refuse="bad")
+    async with client(fake) as nb:
+        results = await nb.bulk_create(
+            "virtualization/virtual-machines", [{"name": "a"}, {"name": "bad"}, {"name": "c"}]
+        )
+    assert results[0] == {"id": 101} and results[2] == {"id": 102}
+    error = results[1]
+    assert isinstance(error, NetBoxHTTPError) and error.status == 400
+    assert "bad name" in error.detail and error.path == "/api/virtualization/virtual-machines/"
+    first, second = fake.posts()
+    assert len(first["operations"]) == 3 and [op["data"]["name"] for op in second["operations"]] == ["a", "c"]
+    assert first["id"] != second["id"]
+    assert nb.stats.created == 2
+
+
+async def test_an_unanswered_change_set_is_read_back_and_never_applied_twice() -> None:
+    fake = FakePlugin(lose_answers=1)
+    async with client(fake) as nb:
+        results = await nb.bulk_create("virtualization/virtual-machines", [{"name": "a"}, {"name": "b"}])
+    assert results == [{"id": 101}, {"id": 102}]
+    [sent] = fake.posts()  # read back, not sent again
+    assert ("GET", f"{ROUTE}{sent['id']}/", None) in fake.requests
+    assert len(fake.stored) == 1
+
+
+async def test_a_change_set_that_did_not_land_is_sent_again_under_the_same_id() -> None:
+    fake = FakePlugin()
+    real_apply = fake.apply
+    calls = {"n": 0}
+
+    def lost_before_landing(body: dict[str, Any]) -> httpx.Response:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise httpx.ConnectError("reset before NetBox read it", request=None)
+        return real_apply(body)
+
+    fake.apply = lost_before_landing  # type: ignore[method-assign]
+    async with client(fake) as nb:
+        assert await nb.bulk_create("virtualization/virtual-machines", [{"name": "a"}]) == [{"id": 101}]
+    first, second = fake.posts()
+    assert first["id"] == second["id"]  # a racing first attempt would be answered, not applied again
+
+
+async def test_nothing_answering_at_all_is_reported_on_every_object() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET" and request.url.path == ROUTE:
+            return httpx.Response(200, json=OFFER)
+        raise httpx.ReadTimeout("gone", request=request)
+
+    config = NetBoxConfig(url="http://netbox.test", auth_header=AUTH)
+    async with NetBoxClient(config, transport=httpx.MockTransport(handler)) as nb:
+        results = await nb.bulk_create("virtualization/virtual-machines", [{"name": "a"}, {"name": "b"}])
+    assert all(isinstance(r, NetBoxUnreachable) for r in results)
+    assert nb.stats.created == 0
+
+
+def test_batch_sizes_follow_netbox_answer_times() -> None:
+    sizer = BatchSizer(size=100, ceiling=1000, target_seconds=8.0)
+    sizer.answered(100, 1.0)  # quick: double
+    assert sizer.size == 200
+    sizer.answered(50, 1.0)  # a short tail batch says nothing about a full one
+    assert sizer.size == 200
+    sizer.answered(200, 6.0)  # inside the target: keep
+    assert sizer.size == 200
+    sizer.answered(200, 12.0)  # slow: halve
+    assert sizer.size == 100
+    sizer.timed_out(100)  # no answer: a quarter
+    assert sizer.size == 25
+    for _ in range(10):
+        sizer.answered(sizer.size, 0.1)
+    assert sizer.size == 1000  # never above the ceiling
+    assert sizer.take(3) == 3 and sizer.take(5000) == 1000

@@ -1,0 +1,259 @@
+"""The apply path: `change-sets/` applies a batch of writes inside NetBox, in one transaction.
+
+Each operation goes through the serializer NetBox's own REST route for that path uses, so field and
+custom-field validation, the model's `clean()`, tags, changelog rows, the search index and event rules
+behave as they do over REST. What changes is the cost: one request and one transaction per batch instead
+of one transaction per object, and only ids in the answer instead of every object re-serialized.
+The change set's id becomes the request id of every changelog row it writes, and the outcome is kept in
+`AppliedChangeSet` so a client whose answer never came can read it back instead of writing twice.
+Format: contracts/wire/change-set.schema.json; guide: docs/apply-path.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError, router, transaction
+from django.db.models import Model
+from django.db.models.deletion import ProtectedError, RestrictedError
+from django.urls import resolve
+from django.utils import timezone
+from netbox.api.authentication import TokenWritePermission
+from netbox.context import events_queue
+from netbox.plugins.utils import get_plugin_config
+from rest_framework import status
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+from utilities.exceptions import AbortRequest
+from utilities.permissions import get_permission_for_model
+
+from netbox_hvsync.models import AppliedChangeSet
+from netbox_hvsync.models.change_sets import RETENTION
+from netbox_hvsync.wire import change_sets
+from netbox_hvsync.wire.change_sets import ChangeSet, ChangeSetError, Operation
+
+logger = logging.getLogger("netbox_hvsync.change_sets")
+
+ACTIONS = {"create": "add", "update": "change", "delete": "delete"}
+
+
+def enabled() -> bool:
+    """`PLUGINS_CONFIG["netbox_hvsync"]["change_sets"]` (default True): False turns the apply path off."""
+    return bool(get_plugin_config("netbox_hvsync", "change_sets", True))
+
+
+@dataclass(frozen=True)
+class Target:
+    """The model and REST serializer behind a change-set path (NetBox's own route for it)."""
+
+    model: type[Model]
+    serializer: type[Any]
+
+
+@cache
+def target(path: str) -> Target:
+    view = resolve(f"/{settings.BASE_PATH}api/{path}/").func
+    viewset = view.cls  # type: ignore[attr-defined]
+    return Target(viewset.queryset.model, viewset.serializer_class)
+
+
+class OperationFailed(Exception):
+    def __init__(self, status_code: int, **body: Any) -> None:
+        super().__init__(status_code)
+        self.status = status_code
+        self.body = body
+
+
+class ChangeSetView(APIView):
+    """GET: what this plugin offers (the backend's discovery). POST: apply one change set."""
+
+    permission_classes = [IsAuthenticated, TokenWritePermission]
+
+    def get_view_name(self) -> str:
+        return "Change sets"
+
+    def get(self, request: Request) -> Response:
+        return Response(
+            {
+                "enabled": enabled(),
+                "versions": [change_sets.FORMAT_VERSION],
+                "max_operations": change_sets.MAX_OPERATIONS,
+                "paths": sorted(change_sets.WRITABLE_PATHS),
+                "retention_seconds": int(RETENTION.total_seconds()),
+            }
+        )
+
+    def post(self, request: Request) -> Response:
+        if not enabled():
+            return Response(
+                {"detail": "The apply path is turned off (PLUGINS_CONFIG netbox_hvsync change_sets)."},
+                status=status.HTTP_404_NOT_FOUND,
+            )
+        try:
+            change_set = change_sets.parse(request.data)
+        except ChangeSetError as exc:
+            return Response({"field": exc.field, "detail": exc.message}, status=status.HTTP_400_BAD_REQUEST)
+        stored = AppliedChangeSet.objects.filter(pk=change_set.id).first()
+        if stored is not None:
+            return _replay(stored, request)
+        outcome, code = apply(change_set, request)
+        return Response(outcome, status=code)
+
+
+class ChangeSetOutcomeView(APIView):
+    """GET change-sets/<id>/: the stored outcome of an applied change set (404: nothing landed)."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get_view_name(self) -> str:
+        return "Change set outcome"
+
+    def get(self, request: Request, pk: Any) -> Response:
+        stored = AppliedChangeSet.objects.filter(pk=pk).first()
+        if stored is None:
+            return Response(
+                {"id": str(pk), "applied": False, "detail": "No change set with this id was applied."},
+                status=status.HTTP_404_NOT_FOUND,
+            )
+        return _replay(stored, request)
+
+
+def _replay(stored: AppliedChangeSet, request: Request) -> Response:
+    if stored.user_id is not None and stored.user_id != request.user.pk and not request.user.is_superuser:
+        return Response(
+            {"detail": "This change set was applied by another user."}, status=status.HTTP_403_FORBIDDEN
+        )
+    return Response({**stored.outcome, "replayed": True})
+
+
+@contextmanager
+def _events_discarded_on_failure() -> Iterator[None]:
+    """Events queued by a batch that rolls back must not fire (NetBox flushes the queue after the
+    request); keep the queue as it was before the batch."""
+    queue = events_queue.get()
+    before = dict(queue) if queue is not None else None
+    try:
+        yield
+    except BaseException:
+        if queue is not None and before is not None:
+            queue.clear()
+            queue.update(before)
+        raise
+
+
+class _BatchRejected(Exception):
+    """Raised inside the transaction to roll the batch back."""
+
+
+def apply(change_set: ChangeSet, request: Request) -> tuple[dict[str, Any], int]:
+    """Apply every operation in one transaction; if any fails, none lands and each failure is reported."""
+    # The changelog groups rows by request id: this batch's rows carry the change set's id.
+    django_request = getattr(request, "_request", request)
+    django_request.id = change_set.id  # type: ignore[union-attr]
+    aliases = {router.db_for_write(target(op.path).model) for op in change_set.operations}
+    aliases.add(router.db_for_write(AppliedChangeSet))
+    results: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    try:
+        with ExitStack() as stack:
+            for alias in sorted(aliases):
+                stack.enter_context(transaction.atomic(using=alias))
+            stack.enter_context(_events_discarded_on_failure())
+            AppliedChangeSet.objects.filter(created__lt=timezone.now() - RETENTION).delete()
+            ledger = AppliedChangeSet.objects.create(id=change_set.id, user=request.user, outcome={})
+            ids: dict[str, int] = {}
+            for operation in change_set.operations:
+                try:
+                    with transaction.atomic(using=router.db_for_write(target(operation.path).model)):
+                        result = _apply_one(operation, ids, request)
+                except OperationFailed as failure:
+                    errors.append(_error(operation, failure.status, failure.body))
+                    continue
+                results.append(result)
+                if operation.ref:
+                    ids[operation.ref] = result["id"]
+            if errors:
+                raise _BatchRejected
+            outcome = {
+                "version": change_sets.FORMAT_VERSION,
+                "id": change_set.id,
+                "applied": True,
+                "results": results,
+                "errors": [],
+            }
+            ledger.outcome = outcome
+            ledger.save(update_fields=["outcome"])
+    except _BatchRejected:
+        statuses = [e["status"] for e in errors]
+        outcome = {
+            "version": change_sets.FORMAT_VERSION,
+            "id": change_set.id,
+            "applied": False,
+            "results": [],
+            "errors": errors,
+        }
+        return outcome, change_sets.error_status(statuses)
+    except IntegrityError:
+        # The same id committed meanwhile (a client's retry raced its first attempt): answer what landed.
+        stored = AppliedChangeSet.objects.filter(pk=change_set.id).first()
+        if stored is None:
+            raise
+        return {**stored.outcome, "replayed": True}, status.HTTP_200_OK
+    return outcome, status.HTTP_200_OK
+
+
+def _error(operation: Operation, code: int, body: dict[str, Any]) -> dict[str, Any]:
+    return {"index": operation.index, "op": operation.op, "path": operation.path, "status": code, **body}
+
+
+def _apply_one(operation: Operation, ids: dict[str, int], request: Request) -> dict[str, Any]:
+    """One operation, as NetBox's REST view for its path would do it; `OperationFailed` if refused."""
+    spec = target(operation.path)
+    action = ACTIONS[operation.op]
+    user = request.user
+    if not user.has_perm(get_permission_for_model(spec.model, action)):
+        raise OperationFailed(403, detail=f"You may not {action} {spec.model._meta.verbose_name_plural}.")
+    permitted = spec.model.objects.restrict(user, action)
+    instance = None
+    if operation.op != "create":
+        object_id = ids[operation.id] if isinstance(operation.id, str) else operation.id
+        instance = permitted.filter(pk=object_id).first()
+        if instance is None:
+            if spec.model.objects.filter(pk=object_id).exists():
+                raise OperationFailed(403, detail=f"You may not {action} this object.")
+            raise OperationFailed(404, detail=f"No {spec.model._meta.verbose_name} with id {object_id}.")
+        if hasattr(instance, "snapshot"):
+            instance.snapshot()
+    try:
+        if operation.op == "delete":
+            label = str(instance)
+            instance.delete()  # type: ignore[union-attr]
+            return {"index": operation.index, "op": "delete", "id": object_id, "display": label}
+        data = change_sets.resolve_references(operation.data, ids)
+        serializer = spec.serializer(
+            instance, data=data, partial=operation.op == "update", context={"request": request}
+        )
+        if not serializer.is_valid():
+            raise OperationFailed(400, errors=serializer.errors)
+        saved = serializer.save()
+    except (ProtectedError, RestrictedError) as exc:
+        raise OperationFailed(409, detail=str(exc.args[0] if exc.args else exc)) from None
+    except IntegrityError as exc:
+        raise OperationFailed(409, detail=str(exc).splitlines()[0]) from None
+    except DjangoValidationError as exc:
+        raise OperationFailed(400, errors=getattr(exc, "message_dict", {"detail": exc.messages})) from None
+    except AbortRequest as exc:
+        raise OperationFailed(400, detail=str(exc)) from None
+    # Object permissions may constrain field values: the saved object must still be one the user may touch.
+    if not permitted.filter(pk=saved.pk).exists():
+        raise OperationFailed(403, detail=f"You may not {action} an object with these values.")
+    return {"index": operation.index, "op": operation.op, "id": saved.pk, "display": str(saved)}
