@@ -110,6 +110,54 @@ def emulator(mode: str, vms: int) -> Iterator[Emulator]:
                 proc.kill()
 
 
+def netbox_database(instance: str) -> str:
+    return read_env(REPO / ".netbox" / "instances" / instance / "env")["NETBOX_DB"]
+
+
+def sql_count(database: str, query: str) -> int:
+    answer = subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", database, "-Atc", query],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return int(answer.stdout.strip() or 0)
+
+
+def what_users_see(database: str, since: float, wait: float = 300.0) -> dict[str, Any]:
+    """Changelog rows written since `since` (epoch seconds) and search-index rows, once NetBox's search
+    jobs have drained (the index count stops moving), plus how long that took."""
+    started = time.monotonic()
+    last, stable_since = -1, time.monotonic()
+    while time.monotonic() - started < wait:
+        indexed = sql_count(database, "SELECT count(*) FROM extras_cachedvalue")
+        if indexed != last:
+            last, stable_since = indexed, time.monotonic()
+        elif time.monotonic() - stable_since >= 5:
+            break
+        time.sleep(1)
+    changes = sql_count(
+        database, f"SELECT count(*) FROM core_objectchange WHERE time >= to_timestamp({since})"
+    )
+    vms_found = sql_count(
+        database,
+        "SELECT count(DISTINCT object_id) FROM extras_cachedvalue v JOIN django_content_type t "
+        "ON t.id = v.object_type_id WHERE t.model = 'virtualmachine' AND v.field = 'name'",
+    )
+    search_jobs = sql_count(
+        database,
+        f"SELECT count(*) FROM core_job WHERE name = 'Search cache update' AND created >= to_timestamp({since})",
+    )
+    return {
+        "changelog_rows": changes,
+        "search_cache_jobs": search_jobs,
+        "search_index_rows": last,
+        "vms_in_search_index": vms_found,
+        "seconds_until_indexed": round(stable_since - started, 1),
+    }
+
+
 def netbox_up(instance: str, port: int, fresh: bool = True) -> NetBoxConfig:
     tool = [sys.executable, str(REPO / "tools" / "netbox_instance.py")]
     extra = ["--fresh"] if fresh else []
@@ -290,8 +338,11 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             if previous is None:
                 rate = await netbox_write_rate(replace(config, apply_path=False), args.baseline_vms)
                 print("netbox rate", rate, flush=True)
+                since = time.time()
                 initial = await run_sync(config, source, CORE)
                 print("initial", initial, flush=True)
+                initial["seen_by_users"] = what_users_see(netbox_database(args.instance), since)
+                print("seen by users", initial["seen_by_users"], flush=True)
             else:  # the NetBox database still holds the initial sync of the previous run
                 rate = previous["netbox_bulk_write"]
                 initial = {k: v for k, v in previous["initial_sync"].items() if k in INITIAL_KEYS}
@@ -348,6 +399,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
 
 INITIAL_KEYS = (
     "ok",
+    "seen_by_users",
     "seconds",
     "objects_written",
     "created",

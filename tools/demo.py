@@ -98,15 +98,14 @@ class Demo:
         )
         return read_env(REPO / ".netbox" / "instances" / self.instance / "env")
 
-    def start_emulator(self) -> str:
+    def start_emulator(self, vms: int | None = None) -> str:
+        """The demo cluster, or (`vms`, for benchmarks) the large scenario with that many guests."""
         port = free_port(8006)
-        self.spawn(
-            "emulator",
-            [str(BIN / "pve-emulator"), "serve", "--port", str(port), "--scenario", "demo", "--tls"],
-        )
+        scenario = ["--scenario", "large", "--vms", str(vms)] if vms else ["--scenario", "demo"]
+        self.spawn("emulator", [str(BIN / "pve-emulator"), "serve", "--port", str(port), *scenario, "--tls"])
         url = f"https://127.0.0.1:{port}"
         wait_http(f"{url}/api2/json/version", "the emulator", verify=False)
-        say(f"Proxmox VE emulator (demo cluster) at {url}")
+        say(f"Proxmox VE emulator ({f'{vms} guests' if vms else 'demo cluster'}) at {url}")
         return url
 
     def start_backend(self) -> str:

@@ -27,6 +27,7 @@ __all__ = [
     "build",
     "error_status",
     "parse",
+    "references_in",
     "resolve_references",
 ]
 
@@ -78,14 +79,15 @@ def _reference(value: Any) -> str | None:
     return None
 
 
-def _references_in(value: Any) -> list[str]:
+def references_in(value: Any) -> list[str]:
+    """The reference names a value holds, at any depth."""
     name = _reference(value)
     if name is not None:
         return [name]
     if isinstance(value, Mapping):
-        return [n for v in value.values() for n in _references_in(v)]
+        return [n for v in value.values() for n in references_in(v)]
     if isinstance(value, list):
-        return [n for v in value for n in _references_in(v)]
+        return [n for v in value for n in references_in(v)]
     return []
 
 
@@ -131,7 +133,7 @@ def _operation(index: int, item: Any, refs: set[str]) -> Operation:
     data = item.get("data", {})
     if op != "delete" and not isinstance(data, Mapping):
         raise ChangeSetError(f"{where}.data", "must be a JSON object")
-    for name in _references_in(data):
+    for name in references_in(data):
         if name not in refs:
             raise ChangeSetError(f"{where}.data", f"refers to '{name}', which no earlier create names")
     object_id: int | str | None = None

@@ -99,6 +99,51 @@ def test_a_change_set_lands_whole_with_references_one_request_id_and_changelog_r
     assert any(getattr(hit, "object_id", None) == vm_id for hit in hits)
 
 
+def test_search_indexing_of_a_change_set_is_one_batch(api, cluster, django_capture_on_commit_callbacks):
+    """NetBox 4.7 indexes each committed transaction in one "Search cache update" job: a change set is one
+    batch holding every object it wrote (REST writes make one per object). 4.5 and 4.6 index inline."""
+    import importlib.util
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        answer = api.post(ROUTE, body(*(vm(f"cs-idx-{i}", cluster) for i in range(5))), format="json")
+    assert answer.status_code == 200, answer.content
+    batches = [getattr(c, "_netbox_search_flush_batch", None) for c in callbacks]
+    batches = [b for b in batches if b is not None]
+    if importlib.util.find_spec("netbox.search.deferred") is None:
+        assert batches == []
+    else:
+        assert len(batches) == 1
+        assert {pk for (_, pk) in batches[0]} == {r["id"] for r in answer.json()["results"]}
+
+
+def test_an_operation_naming_a_failed_create_fails_too_and_nothing_lands(api, cluster):
+    from virtualization.models import VirtualMachine
+
+    answer = api.post(
+        ROUTE,
+        body(
+            {
+                "op": "create",
+                "path": "virtualization/virtual-machines",
+                "ref": "bad",
+                "data": {"name": "cs-x"},
+            },
+            {
+                "op": "update",
+                "path": "virtualization/virtual-machines",
+                "id": {"$ref": "bad"},
+                "data": {"comments": "y"},
+            },
+            vm("cs-fine", cluster),
+        ),
+        format="json",
+    )
+    assert answer.status_code == 400
+    errors = {e["index"]: e for e in answer.json()["errors"]}
+    assert sorted(errors) == [0, 1] and "whose create failed" in errors[1]["detail"]
+    assert not VirtualMachine.objects.filter(name__startswith="cs-").exists()
+
+
 def test_updates_and_deletes_carry_prechange_data(api, cluster):
     from core.models import ObjectChange
     from virtualization.models import VirtualMachine

@@ -57,6 +57,8 @@ PAGE_LIMIT = 1000
 #: Largest REST list write: NetBox spends one transaction per object in it, so a bigger list only
 #: takes longer to answer (and to time out) without writing faster.
 REST_CHUNK_CEILING = 200
+#: Identity keys per read-back request (each key is up to ~60 characters of query string)
+READ_BACK_KEYS = 40
 
 
 @dataclass(frozen=True)
@@ -502,11 +504,16 @@ class NetBoxClient:
         keys = [(item.get("custom_fields") or {}).get(KEY_FIELD) for item in chunk]
         if not all(isinstance(k, str) and k for k in keys):
             return [exc] * len(chunk)
-        try:
-            rows = await self._list_all(path, {f"cf_{KEY_FIELD}": keys}, None, False)
+        try:  # a few keys per read: a long query string would pass gunicorn's request-line limit
+            pages = await asyncio.gather(
+                *(
+                    self._list_all(path, {f"cf_{KEY_FIELD}": keys[i : i + READ_BACK_KEYS]}, None, False)
+                    for i in range(0, len(keys), READ_BACK_KEYS)
+                )
+            )
         except NetBoxError:
             return [exc] * len(chunk)
-        landed = {(row.get("custom_fields") or {}).get(KEY_FIELD): row for row in rows}
+        landed = {(row.get("custom_fields") or {}).get(KEY_FIELD): row for rows in pages for row in rows}
         results: list[Any] = [landed.get(k) for k in keys]
         missing = [i for i, row in enumerate(results) if row is None]
         if missing:

@@ -20,7 +20,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import IntegrityError, router, transaction
+from django.db import DataError, IntegrityError, router, transaction
 from django.db.models import Model
 from django.db.models.deletion import ProtectedError, RestrictedError
 from django.urls import resolve
@@ -33,6 +33,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
+from utilities.api import get_serializer_for_model
 from utilities.exceptions import AbortRequest
 from utilities.permissions import get_permission_for_model
 
@@ -63,13 +64,19 @@ class Target:
 def target(path: str) -> Target:
     view = resolve(f"/{settings.BASE_PATH}api/{path}/").func
     viewset = view.cls  # type: ignore[attr-defined]
-    return Target(viewset.queryset.model, viewset.serializer_class)
+    model = viewset.queryset.model
+    # Some routes pick their serializer per request (4.5's VMs): the model's own is the one they write with.
+    return Target(model, viewset.serializer_class or get_serializer_for_model(model))
 
 
 class OperationFailed(Exception):
-    def __init__(self, status_code: int, **body: Any) -> None:
+    """An operation NetBox refuses; `broken`: the database refused a statement, so the transaction
+    cannot run another one (the later operations are not attempted)."""
+
+    def __init__(self, status_code: int, broken: bool = False, **body: Any) -> None:
         super().__init__(status_code)
         self.status = status_code
+        self.broken = broken
         self.body = body
 
 
@@ -171,12 +178,16 @@ def apply(change_set: ChangeSet, request: Request) -> tuple[dict[str, Any], int]
             AppliedChangeSet.objects.filter(created__lt=timezone.now() - RETENTION).delete()
             ledger = AppliedChangeSet.objects.create(id=change_set.id, user=request.user, outcome={})
             ids: dict[str, int] = {}
+            # No savepoint per operation: a failure rolls the whole batch back anyway, and NetBox 4.7
+            # coalesces search indexing per savepoint scope (one "Search cache update" job per change
+            # set, not one per object).
             for operation in change_set.operations:
                 try:
-                    with transaction.atomic(using=router.db_for_write(target(operation.path).model)):
-                        result = _apply_one(operation, ids, request)
+                    result = _apply_one(operation, ids, request)
                 except OperationFailed as failure:
                     errors.append(_error(operation, failure.status, failure.body))
+                    if failure.broken:
+                        break
                     continue
                 results.append(result)
                 if operation.ref:
@@ -225,6 +236,8 @@ def _apply_one(operation: Operation, ids: dict[str, int], request: Request) -> d
     permitted = spec.model.objects.restrict(user, action)
     instance = None
     if operation.op != "create":
+        if isinstance(operation.id, str) and operation.id not in ids:
+            raise OperationFailed(400, detail=f"refers to '{operation.id}', whose create failed")
         object_id = ids[operation.id] if isinstance(operation.id, str) else operation.id
         instance = permitted.filter(pk=object_id).first()
         if instance is None:
@@ -238,6 +251,9 @@ def _apply_one(operation: Operation, ids: dict[str, int], request: Request) -> d
             label = str(instance)
             instance.delete()  # type: ignore[union-attr]
             return {"index": operation.index, "op": "delete", "id": object_id, "display": label}
+        missing = [name for name in change_sets.references_in(operation.data) if name not in ids]
+        if missing:
+            raise OperationFailed(400, detail=f"refers to '{missing[0]}', whose create failed")
         data = change_sets.resolve_references(operation.data, ids)
         serializer = spec.serializer(
             instance, data=data, partial=operation.op == "update", context={"request": request}
@@ -248,7 +264,9 @@ def _apply_one(operation: Operation, ids: dict[str, int], request: Request) -> d
     except (ProtectedError, RestrictedError) as exc:
         raise OperationFailed(409, detail=str(exc.args[0] if exc.args else exc)) from None
     except IntegrityError as exc:
-        raise OperationFailed(409, detail=str(exc).splitlines()[0]) from None
+        raise OperationFailed(409, broken=True, detail=str(exc).splitlines()[0]) from None
+    except DataError as exc:
+        raise OperationFailed(400, broken=True, detail=str(exc).splitlines()[0]) from None
     except DjangoValidationError as exc:
         raise OperationFailed(400, errors=getattr(exc, "message_dict", {"detail": exc.messages})) from None
     except AbortRequest as exc:
