@@ -121,8 +121,17 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--runs", default=DEFAULT_RUNS, help="path:vms pairs, comma-separated")
+    parser.add_argument(
+        "--earlier",
+        default="",
+        help="path:vms pairs not run again: their numbers are read from the results of an earlier run",
+    )
     args = parser.parse_args()
     rows = []
+    for item in filter(None, args.earlier.split(",")):
+        path, vms = item.split(":")
+        earlier = json.loads(bench_sync.result_path(int(vms), "json", path).read_text())
+        rows.append({**summary(earlier), "from_earlier_run": True})
     for item in args.runs.split(","):
         path, vms = item.split(":")
         print(f"== {path} path, {vms} VMs", flush=True)

@@ -74,7 +74,8 @@ done
 # The whole-system suites above write through the plugin's apply path (change sets); the sync suite runs
 # again with the backend on REST list writes, the path of a NetBox without the plugin's apply route.
 echo "== tests/e2e on the REST path (HVSYNC_NETBOX_APPLY_PATH=false)"
-HVSYNC_NETBOX_APPLY_PATH=false .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS tests/e2e || status=1
+HVSYNC_NETBOX_APPLY_PATH=false .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS tests/e2e \
+  --ignore=tests/e2e/test_netbox_writes.py || status=1  # that file sets the path per test itself
 echo "== default release done after $((SECONDS - started)) s"
 
 # What the matrix proves on each release: the release and the plugin answer, and a full sync through

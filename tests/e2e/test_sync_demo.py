@@ -5,6 +5,7 @@ The tests run in order on one NetBox: initial sync, no-change resync, dry run, P
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -306,6 +307,22 @@ def test_initial_full_update_lands_every_core_stage_field_by_field(
     assert (replication["guest"], replication["target"], replication["source"]) == (103, "pve2", "pve1")
     assert (replication["schedule"], replication["rate"], replication["jobnum"]) == ("*/15", 50.0, 0)
     assert replication["hv_node"]["name"] == "pve1" and replication["status"]["value"] == "active"
+
+
+def test_the_initial_sync_wrote_through_the_path_the_backend_is_set_to(
+    demo: tuple[Any, Backend], netbox: NetBox
+) -> None:
+    """`make test` runs this suite on the apply path (the default) and with HVSYNC_NETBOX_APPLY_PATH=false:
+    a change set's id is the request id of its changelog rows, and only change sets have an outcome."""
+    apply_path = os.environ.get("HVSYNC_NETBOX_APPLY_PATH", "true").lower() not in ("false", "0", "no")
+    with netbox.client() as c:
+        changes = c.get("core/object-changes/", params={"limit": 50, "ordering": "-time"}).json()["results"]
+        request_ids = {row["request_id"] for row in changes if row["changed_object_type"] != "users.token"}
+        assert request_ids
+        outcomes = [c.get(f"plugins/hvsync/change-sets/{rid}/") for rid in sorted(request_ids)]
+    assert {r.status_code for r in outcomes} == ({200} if apply_path else {404})
+    if apply_path:
+        assert all(r.json()["applied"] is True for r in outcomes)
 
 
 def test_second_run_writes_nothing(demo: tuple[Any, Backend], netbox: NetBox) -> None:

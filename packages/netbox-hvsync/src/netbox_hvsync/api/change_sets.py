@@ -232,9 +232,10 @@ _FLUSH_ALIAS = "_netbox_search_flush_alias"
 
 def _one_search_flush(alias: str, since: int) -> None:
     """NetBox 4.7 indexes search after commit, one flush (one "Search cache update" job) per savepoint
-    scope; the savepoints NetBox opens while saving a tagged object give each its own. The batch is about
-    to commit whole, so merge them into the first: one job per change set. Releases without deferred
-    indexing (4.5, 4.6 index inline) register no such callbacks, and this does nothing."""
+    scope; the savepoints NetBox opens while saving some objects (an interface's MAC address, an IP's
+    assignment) give each of those its own. The batch is about to commit whole, so merge them into the
+    first: one job per change set. Releases without deferred indexing (4.5 and 4.6 index inline)
+    register no such callbacks, and this does nothing."""
     connection = connections[alias]
     merged: dict[Any, str] | None = None
     kept = []
