@@ -88,21 +88,15 @@ def plot(rows: list[dict[str, Any]], out: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for path, colour in (("rest", "#9e9e9e"), ("apply", "#2196f3")):
         mine = sorted((r for r in rows if r["path"] == path), key=lambda r: r["vms"])
-        if mine:
-            left.plot(
-                [r["vms"] for r in mine],
-                [r["initial_seconds"] for r in mine],
-                "o-",
-                color=colour,
-                label=f"{path} path",
-            )
-            right.plot(
-                [r["vms"] for r in mine],
-                [r["objects_per_second"] for r in mine],
-                "o-",
-                color=colour,
-                label=f"{path} path",
-            )
+        for axis, measure in ((left, "initial_seconds"), (right, "objects_per_second")):
+            if mine:
+                axis.plot(
+                    [r["vms"] for r in mine],
+                    [r[measure] for r in mine],
+                    "o-",
+                    color=colour,
+                    label=f"{path} path",
+                )
     left.set_xlabel("VMs")
     left.set_ylabel("initial sync, seconds")
     left.set_title("Initial sync wall time (measured points only)", fontsize=9)
