@@ -11,7 +11,6 @@ Format: contracts/wire/change-set.schema.json; guide: docs/apply-path.md.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -41,8 +40,6 @@ from netbox_hvsync.models import AppliedChangeSet
 from netbox_hvsync.models.change_sets import RETENTION
 from netbox_hvsync.wire import change_sets
 from netbox_hvsync.wire.change_sets import ChangeSet, ChangeSetError, Operation
-
-logger = logging.getLogger("netbox_hvsync.change_sets")
 
 ACTIONS = {"create": "add", "update": "change", "delete": "delete"}
 
