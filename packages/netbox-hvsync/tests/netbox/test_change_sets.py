@@ -153,6 +153,32 @@ def test_search_indexing_of_a_change_set_is_one_batch(api, cluster, django_captu
         assert written <= {pk for (_, pk) in batches[0]}  # every object (and the MACs NetBox made)
 
 
+def test_config_context_render_is_queued_once_per_change_set(
+    api, cluster, django_capture_on_commit_callbacks
+):
+    """NetBox 4.7 invalidates a VM's cached config context on every save and tag change and queues its
+    render sweep after commit each time; a change set queues it once, and the VMs' caches are still
+    invalidated (4.5 and 4.6 render config context on read and queue nothing)."""
+    import importlib.util
+
+    from extras.models import Tag
+    from virtualization.models import VirtualMachine
+
+    Tag.objects.create(name="cs-cc", slug="cs-cc")
+    operations = [vm(f"cs-cc-{i}", cluster, tags=[{"slug": "cs-cc"}]) for i in range(3)]
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        answer = api.post(ROUTE, body(*operations), format="json")
+    assert answer.status_code == 200, answer.content
+    sweeps = [c for c in callbacks if "invalidate_config_context_for_objects" in c.__qualname__]
+    if importlib.util.find_spec("extras.cache") is None:
+        assert sweeps == []
+        return
+    assert len(sweeps) == 1
+    vms = VirtualMachine.objects.filter(name__startswith="cs-cc-")
+    assert vms.count() == 3
+    assert all(v._config_context_data is None and v._config_context_generation > 0 for v in vms)
+
+
 def test_an_operation_naming_a_failed_create_fails_too_and_nothing_lands(api, cluster):
     from virtualization.models import VirtualMachine
 
