@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.framework import with_key_mirror
 from hvsync_backend.sync.reconcile import Desired, make_plan
@@ -46,3 +48,33 @@ def test_a_cleared_key_mirror_is_written_back_and_nothing_else() -> None:
     cleared = Current("inv3|vm|100", 9, "web", {"name": "web", "custom_fields": {"hvsync_key": None}})
     [update] = make_plan({want.key: want}, {cleared.key: cleared}).update
     assert update.changes == {"custom_fields": {"hvsync_key": "inv3|vm|100"}}
+
+
+def _context(only_vmids: frozenset[int] | None, addresses: list[str]) -> Any:
+    from hvsync_backend.sync.options import SyncOptions
+    from hvsync_backend.sync.parse import Sighting
+    from hvsync_backend.sync.run import SyncContext
+
+    ctx = SyncContext(netbox=None, sources=[], options=SyncOptions(only_vmids=only_vmids), emit=None)  # type: ignore[arg-type]
+    ctx.ip.sightings = {
+        f"inv3|ip|{a.split('/')[0]}": [Sighting(a, "inv3|vm|7", "inv3|vm|7|nic|net0", (7, 0))]
+        for a in addresses
+    }
+    return ctx
+
+
+def test_a_selected_vm_run_reads_only_the_sidecars_of_the_addresses_it_reports() -> None:
+    from hvsync_backend.sync.stages.ip_addresses import IPAddressKind
+    from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
+
+    selected = _context(frozenset({7}), ["10.0.0.5/24", "fd00::5/64", "10.0.0.5/24"])
+    assert sidecars.read_params(selected, IPAddressKind(), 3) == {
+        "endpoint_id": 3,
+        "address__isw": ["10.0.0.5/", "fd00::5/"],  # any stored prefix length, one parameter per host
+    }
+    # VM-scoped kinds keep reading by VMID; a full run reads the endpoint's sidecars whole
+    assert sidecars.read_params(selected, VirtualMachineKind(), 3) == {"endpoint_id": 3, "vmid": [7]}
+    assert sidecars.read_params(_context(None, ["10.0.0.5/24"]), IPAddressKind(), 3) == {"endpoint_id": 3}
+    # a selection reporting more addresses than one request line holds reads them whole
+    many = [f"10.1.{i // 250}.{i % 250}/24" for i in range(sidecars.ADDRESS_FILTER_MAX + 1)]
+    assert sidecars.read_params(_context(frozenset({7}), many), IPAddressKind(), 3) == {"endpoint_id": 3}

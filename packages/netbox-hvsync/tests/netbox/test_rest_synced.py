@@ -246,3 +246,25 @@ def test_sidecar_interface_needs_exactly_one_target(api, hv, netbox_objects):
         format="json",
     )
     assert no_vmid.status_code == 400 and "vmid" in no_vmid.json()
+
+
+def test_address_sidecars_are_read_by_host_whatever_their_prefix_length(api, hv):
+    """What a selected-VM sync asks (`address__isw=<host>/` per reported address): each host's sidecar,
+    stored with any prefix length, and no other host's (10.0.0.5/ does not match 10.0.0.50)."""
+    from ipam.models import IPAddress
+    from netbox_hvsync.models import SyncedIPAddress
+
+    for address in ("10.0.0.5/24", "10.0.0.6/16", "10.0.0.50/24", "fd00::5/64"):
+        SyncedIPAddress.objects.create(
+            endpoint=hv["endpoint"], ip_address=IPAddress.objects.create(address=address), address=address
+        )
+    listed = api.get(
+        f"{API}synced-ip-addresses/",
+        {"endpoint_id": hv["endpoint"].pk, "address__isw": ["10.0.0.5/", "10.0.0.6/", "fd00::5/"]},
+    )
+    assert listed.status_code == 200, listed.content
+    assert sorted(r["address"] for r in listed.json()["results"]) == [
+        "10.0.0.5/24",
+        "10.0.0.6/16",
+        "fd00::5/64",
+    ]
