@@ -1,0 +1,309 @@
+"""Runs inside NetBox (`netbox shell`), started by bench_apply_profile.py: what one object costs on the
+apply path, per kind, in the order a sync writes them.
+
+It posts what an initial sync of N guests sends (VMs with tags and the key custom field, their sidecars,
+two NICs with MACs, two disks, one IP, then each VM's primary IP) to `change-sets/` through Django's test
+client (the whole request: middleware, serializers, changelog, search, events), one change set per stage
+of up to 1,000 operations. Per kind: wall seconds, milliseconds and SQL queries per object, the tables
+the queries touch most; for the VM stage, the functions cProfile finds most expensive (cumulative).
+Writes the JSON to the path in HVSYNC_PROFILE_OUT.
+"""
+
+from __future__ import annotations
+
+import collections
+import cProfile
+import json
+import os
+import pstats
+import re
+import time
+import uuid
+from typing import Any
+
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+ROUTE = "/api/plugins/hvsync/change-sets/"
+GUESTS = int(os.environ.get("HVSYNC_PROFILE_VMS", "200"))
+KEY = "hvsync_key"
+TABLE = re.compile(r'(?:FROM|INTO|UPDATE)\s+"([a-z0-9_]+)"', re.IGNORECASE)
+
+
+def fixtures() -> dict[str, Any]:
+    from dcim.models import DeviceRole, Platform, Site
+    from extras.models import CustomField, Tag
+    from ipam.models import IPAddress
+    from netbox_hvsync.models import HvEndpoint
+    from users.models import User
+    from virtualization.models import Cluster, ClusterType, VirtualDisk, VirtualMachine, VMInterface
+
+    try:
+        from core.models import ObjectType
+    except ImportError:  # pragma: no cover - every release this runs on has it
+        from django.contrib.contenttypes.models import ContentType as ObjectType
+
+    user = User.objects.create_superuser("profile", "profile@example.com", "profile-password")
+    site = Site.objects.create(name="profile-site", slug="profile-site")
+    ctype = ClusterType.objects.create(name="Proxmox VE", slug="proxmox-ve")
+    cluster = Cluster.objects.create(name="profile", type=ctype)
+    role = DeviceRole.objects.create(name="Proxmox VM", slug="proxmox-vm", vm_role=True)
+    platform = Platform.objects.create(name="Proxmox l26", slug="pve-l26")
+    Tag.objects.create(name="hvsync", slug="hvsync")
+    field = CustomField.objects.create(name=KEY, type="text")
+    field.object_types.set(
+        ObjectType.objects.get_for_model(m) for m in (VirtualMachine, VMInterface, VirtualDisk, IPAddress)
+    )
+    endpoint = HvEndpoint.objects.create(name="profile", username="root@pam")
+    return {
+        "user": user,
+        "site": site.pk,
+        "cluster": cluster.pk,
+        "role": role.pk,
+        "platform": platform.pk,
+        "endpoint": endpoint.pk,
+    }
+
+
+def create(path: str, data: dict[str, Any]) -> dict[str, Any]:
+    return {"op": "create", "path": path, "data": data}
+
+
+def stages(ids: dict[str, Any], phase: int, guests: int = GUESTS) -> list[tuple[str, Any]]:
+    """What the sync sends, stage by stage (the backend's bodies, ids resolved as it resolves them);
+    each phase writes its own guests (names, MACs and addresses apart)."""
+    from virtualization.models import VirtualMachine, VMInterface
+
+    tags = [{"slug": "hvsync"}]
+    prefix = f"p{phase}-"
+    skip = len(prefix)
+    out: list[tuple[str, Any]] = []
+    out.append(
+        (
+            "virtual machine",
+            lambda: [
+                create(
+                    "virtualization/virtual-machines",
+                    {
+                        "name": f"{prefix}{n}",
+                        "status": "active",
+                        "cluster": ids["cluster"],
+                        "site": ids["site"],
+                        "vcpus": 2,
+                        "memory": 2048,
+                        "role": ids["role"],
+                        "platform": ids["platform"],
+                        "tags": tags,
+                        "custom_fields": {KEY: f"{prefix}pve|vm|{n}"},
+                    },
+                )
+                for n in range(guests)
+            ],
+        )
+    )
+    vm_ids = lambda: dict(VirtualMachine.objects.filter(name__startswith=prefix).values_list("name", "pk"))  # noqa: E731
+    out.append(
+        (
+            "virtual machine sidecar",
+            lambda: [
+                create(
+                    "plugins/hvsync/synced-virtual-machines",
+                    {
+                        "endpoint": ids["endpoint"],
+                        "virtual_machine": pk,
+                        "vmid": phase * 100_000 + int(name[skip:]),
+                        "node_name": "pve1",
+                        "vm_type": "qemu",
+                    },
+                )
+                for name, pk in vm_ids().items()
+            ],
+        )
+    )
+    out.append(
+        (
+            "vm interface",
+            lambda: [
+                create(
+                    "virtualization/interfaces",
+                    {
+                        "virtual_machine": pk,
+                        "name": f"net{i}",
+                        "enabled": True,
+                        "mac_address": f"BC:24:1{phase}:{int(name[skip:]) // 256:02X}:{int(name[skip:]) % 256:02X}:{i:02X}",
+                        "description": "bridge vmbr0, virtio",
+                        "tags": tags,
+                        "custom_fields": {KEY: f"{prefix}pve|vm|{name[skip:]}|nic|net{i}"},
+                    },
+                )
+                for name, pk in vm_ids().items()
+                for i in range(2)
+            ],
+        )
+    )
+    out.append(
+        (
+            "vm disk",
+            lambda: [
+                create(
+                    "virtualization/virtual-disks",
+                    {
+                        "virtual_machine": pk,
+                        "name": f"scsi{i}",
+                        "size": 32768,
+                        "tags": tags,
+                        "custom_fields": {KEY: f"{prefix}pve|vm|{name[skip:]}|disk|scsi{i}"},
+                    },
+                )
+                for name, pk in vm_ids().items()
+                for i in range(2)
+            ],
+        )
+    )
+    out.append(
+        (
+            "ip address",
+            lambda: [
+                create(
+                    "ipam/ip-addresses",
+                    {
+                        "address": f"10.{phase * 50 + int(name[skip:]) // 250}.{int(name[skip:]) % 250 + 1}.10/24",
+                        "status": "active",
+                        "assigned_object_type": "virtualization.vminterface",
+                        "assigned_object_id": pk,
+                        "tags": tags,
+                        "custom_fields": {KEY: f"pve|ip|{name}"},
+                    },
+                )
+                for name, pk in VMInterface.objects.filter(name="net0")
+                .values_list("virtual_machine__name", "pk")
+                .filter(virtual_machine__name__startswith=prefix)
+            ],
+        )
+    )
+    out.append(
+        (
+            "primary ip (update)",
+            lambda: [
+                {
+                    "op": "update",
+                    "path": "virtualization/virtual-machines",
+                    "id": vm,
+                    "data": {"primary_ip4": ip},
+                }
+                for vm, ip in VMInterface.objects.filter(
+                    name="net0", ip_addresses__isnull=False, virtual_machine__name__startswith=prefix
+                ).values_list("virtual_machine_id", "ip_addresses__pk")
+            ],
+        )
+    )
+    return out
+
+
+def tables(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The statements a kind runs most, by verb and table, each with one example."""
+    counts: collections.Counter[str] = collections.Counter()
+    examples: dict[str, str] = {}
+    for query in queries:
+        sql = query["sql"]
+        verb = sql.split(None, 1)[0].upper()
+        match = TABLE.search(sql)
+        label = f"{verb} {match.group(1) if match else '?'}"
+        counts[label] += 1
+        examples.setdefault(label, sql[:300])
+    return [{"statement": k, "count": n, "example": examples[k]} for k, n in counts.most_common(15)]
+
+
+def per_object_functions(profile: cProfile.Profile, objects: int, limit: int = 40) -> list[str]:
+    """Functions called at least once per object, by cumulative time per object: where an object's time
+    goes (the request's own call chain, called once, is left out)."""
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    rows = []
+    for (filename, line, name), (_, calls, _, cumulative, _) in stats.items():
+        if calls >= objects:
+            short = filename.split("site-packages/")[-1].split("/src/")[-1]
+            rows.append((cumulative, calls, f"{short}:{line}({name})"))
+    rows.sort(reverse=True)
+    return [
+        f"{1000 * cum / objects:8.2f} ms/object {calls / objects:6.1f} calls/object  {where}"
+        for cum, calls, where in rows[:limit]
+    ]
+
+
+def token_client(user: Any) -> Client:
+    """A client carrying a v2 API token, as the backend does (the route requires token auth)."""
+    from users.models import Token
+
+    token = Token(user=user, version=2, write_enabled=True)
+    plaintext = Token.generate()
+    token.token = plaintext
+    token.save()
+    return Client(HTTP_AUTHORIZATION=f"Bearer nbt_{token.key}.{plaintext}")
+
+
+def post(client: Client, operations: list[dict[str, Any]]) -> None:
+    for start in range(0, len(operations), 1000):
+        body = {"version": 1, "id": str(uuid.uuid4()), "operations": operations[start : start + 1000]}
+        answer = client.post(ROUTE, data=json.dumps(body), content_type="application/json")
+        assert answer.status_code == 200, answer.content[:2000]
+
+
+def main() -> None:
+    """After a small warm-up, three phases of the same writes on their own guests: timed (no
+    instrumentation), queries captured, cProfiled; instrumentation slows a request, so the time comes
+    from the first alone."""
+    ids = fixtures()
+    client = token_client(ids["user"])
+    report: dict[str, dict[str, Any]] = {}
+    for _, build in stages(ids, 0, guests=5):  # warm-up: the process's first requests import and cache
+        post(client, build())
+    for kind, build in stages(ids, 1):
+        operations = build()
+        began = time.perf_counter()
+        post(client, operations)
+        seconds = time.perf_counter() - began
+        report[kind] = {
+            "kind": kind,
+            "objects": len(operations),
+            "seconds": round(seconds, 2),
+            "ms_per_object": round(1000 * seconds / len(operations), 2),
+        }
+    for kind, build in stages(ids, 2):
+        operations = build()
+        connection.queries_log = collections.deque(maxlen=10_000_000)  # the default keeps 9,000
+        with CaptureQueriesContext(connection) as captured:
+            post(client, operations)
+        report[kind]["queries_per_object"] = round(len(captured.captured_queries) / len(operations), 1)
+        report[kind]["queries_by_table"] = tables(captured.captured_queries)
+    for kind, build in stages(ids, 3):
+        operations = build()
+        profile = cProfile.Profile()
+        profile.enable()
+        post(client, operations)
+        profile.disable()
+        report[kind]["per_object_functions"] = per_object_functions(profile, len(operations))
+    for row in report.values():
+        print(
+            f"{row['kind']:24} {row['objects']:6} objects {row['ms_per_object']:7.2f} ms/object"
+            f" {row['queries_per_object']:5.1f} queries/object"
+        )
+    total_objects = sum(r["objects"] for r in report.values())
+    total_seconds = sum(r["seconds"] for r in report.values())
+    summary = {
+        "guests": GUESTS,
+        "objects": total_objects,
+        "seconds": round(total_seconds, 2),
+        "objects_per_second": round(total_objects / total_seconds, 1),
+        "stages": list(report.values()),
+    }
+    out = os.environ.get("HVSYNC_PROFILE_OUT")
+    if out:
+        with open(out, "w") as handle:
+            json.dump(summary, handle, indent=2)
+    print(
+        f"total {total_objects} objects in {total_seconds:.1f} s: {summary['objects_per_second']} objects/s"
+    )
+
+
+main()
