@@ -127,7 +127,7 @@ def main() -> int:
         path, vms = item.split(":")
         earlier = json.loads(bench_sync.result_path(int(vms), "json", path).read_text())
         rows.append({**summary(earlier), "from_earlier_run": True})
-    for item in args.runs.split(","):
+    for item in filter(None, args.runs.split(",")):
         path, vms = item.split(":")
         print(f"== {path} path, {vms} VMs", flush=True)
         rows.append(summary(run_one(path, int(vms))))
