@@ -121,44 +121,40 @@ def stages(ids: dict[str, Any], phase: int, guests: int = GUESTS) -> list[tuple[
             ],
         )
     )
-    out.append(
-        (
-            "vm interface",
+
+    def children(kind: str, path: str, body: Any) -> tuple[str, Any]:
+        """Two of `path` per guest VM (its NICs or disks); `body(n, i)` is the rest of the i-th one's body."""
+        return (
+            kind,
             lambda: [
-                create(
-                    "virtualization/interfaces",
-                    {
-                        "virtual_machine": pk,
-                        "name": f"net{i}",
-                        "enabled": True,
-                        "mac_address": f"BC:24:1{phase}:{int(name[skip:]) // 256:02X}:{int(name[skip:]) % 256:02X}:{i:02X}",
-                        "description": "bridge vmbr0, virtio",
-                        "tags": tags,
-                        "custom_fields": {KEY: f"{prefix}pve|vm|{name[skip:]}|nic|net{i}"},
-                    },
-                )
+                create(path, {"virtual_machine": pk, **body(int(name[skip:]), i), "tags": tags})
                 for name, pk in vm_ids().items()
                 for i in range(2)
             ],
         )
+
+    out.append(
+        children(
+            "vm interface",
+            "virtualization/interfaces",
+            lambda n, i: {
+                "name": f"net{i}",
+                "enabled": True,
+                "mac_address": f"BC:24:1{phase}:{n // 256:02X}:{n % 256:02X}:{i:02X}",
+                "description": "bridge vmbr0, virtio",
+                "custom_fields": {KEY: f"{prefix}pve|vm|{n}|nic|net{i}"},
+            },
+        )
     )
     out.append(
-        (
+        children(
             "vm disk",
-            lambda: [
-                create(
-                    "virtualization/virtual-disks",
-                    {
-                        "virtual_machine": pk,
-                        "name": f"scsi{i}",
-                        "size": 32768,
-                        "tags": tags,
-                        "custom_fields": {KEY: f"{prefix}pve|vm|{name[skip:]}|disk|scsi{i}"},
-                    },
-                )
-                for name, pk in vm_ids().items()
-                for i in range(2)
-            ],
+            "virtualization/virtual-disks",
+            lambda n, i: {
+                "name": f"scsi{i}",
+                "size": 32768,
+                "custom_fields": {KEY: f"{prefix}pve|vm|{n}|disk|scsi{i}"},
+            },
         )
     )
     out.append(
