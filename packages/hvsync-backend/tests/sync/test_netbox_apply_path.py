@@ -206,3 +206,53 @@ def test_batch_sizes_follow_netbox_answer_times() -> None:
         sizer.answered(sizer.size, 0.1)
     assert sizer.size == 1000  # never above the ceiling
     assert sizer.take(3) == 3 and sizer.take(5000) == 1000
+
+
+@pytest.mark.parametrize("apply_path", [True, False])
+async def test_the_disks_of_one_vm_are_written_in_one_batch(apply_path: bool) -> None:
+    """NetBox sums a VM's disks into its `disk` field inside each transaction: disks of one VM split over
+    two concurrent batches leave the VM with one batch's sum (and NetBox refuses the VM's next save).
+    Batches end between VMs, never inside one, on both paths; each answer still goes to its own item."""
+    fake = FakePlugin(offer={**OFFER, "paths": ["virtualization/virtual-disks"]})
+    # three disks per VM, the VMs' disks interleaved as a stage could list them; small batches
+    disks = [
+        {"virtual_machine": vm, "name": f"scsi{n}", "size": 10 * vm + n}
+        for n in range(3)
+        for vm in range(1, 8)
+    ]
+    async with client(fake, apply_chunk=4, write_chunk=4, apply_path=apply_path) as nb:
+        created = await nb.bulk_create("virtualization/virtual-disks", disks)
+    if apply_path:
+        batches = [[op["data"] for op in body["operations"]] for body in fake.posts()]
+    else:
+        batches = [
+            body
+            for method, path, body in fake.requests
+            if (method, path) == ("POST", "/api/virtualization/virtual-disks/")
+        ]
+    assert len(batches) > 1
+    owners = [{d["virtual_machine"] for d in batch} for batch in batches]
+    for vm in range(1, 8):
+        assert sum(vm in batch for batch in owners) == 1, (vm, owners)  # all its disks in one batch
+    assert sorted((d["virtual_machine"], d["name"]) for b in batches for d in b) == sorted(
+        (d["virtual_machine"], d["name"]) for d in disks
+    )
+    assert len(created) == len(disks) and all(isinstance(c, dict) and c.get("id") for c in created)
+    if apply_path:  # the fake numbers objects as it applies them: answer i must be the id of item i
+        applied = {
+            (d["virtual_machine"], d["name"]): r["id"]
+            for body, outcome in zip(fake.posts(), fake.stored.values(), strict=True)
+            for d, r in zip((op["data"] for op in body["operations"]), outcome["results"], strict=True)
+        }
+        assert [c["id"] for c in created] == [applied[(d["virtual_machine"], d["name"])] for d in disks]
+
+
+def test_batches_of_other_paths_are_cut_where_the_size_says() -> None:
+    from hvsync_backend.inventory.batching import batch_end, grouped_order
+
+    vms = [{"name": f"vm{i}", "cluster": 1} for i in range(5)]
+    assert grouped_order("virtualization/virtual-machines", vms) == [0, 1, 2, 3, 4]
+    assert batch_end("virtualization/virtual-machines", vms, 0, 2) == 2
+    updates = [{"id": i, "size": 5} for i in range(5)]  # no parent named: nothing is grouped
+    assert grouped_order("virtualization/virtual-disks", updates) == [0, 1, 2, 3, 4]
+    assert batch_end("virtualization/virtual-disks", updates, 0, 2) == 2

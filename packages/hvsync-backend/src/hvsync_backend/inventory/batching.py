@@ -8,7 +8,9 @@ still leaves room for NetBox to slow down before a write times out.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -37,3 +39,45 @@ class BatchSizer:
         """No answer at all: the next batches are a quarter of this one."""
         self.history.append((size, -1.0))
         self.size = max(self.floor, min(self.size, size) // 4)
+
+
+#: Paths whose objects NetBox sums into a parent inside each transaction: a VM's `disk` is recomputed from
+#: the disks that transaction sees. Two batches adding disks to one VM at once each write their own sum,
+#: the later commit wins, and NetBox then refuses that VM's next save ("disk size must match the
+#: aggregate"). So a parent's children always travel in one batch.
+SUMMED_INTO_PARENT = {"virtualization/virtual-disks": "virtual_machine"}
+
+
+def _parent(item: Mapping[str, Any], link: str | None) -> str | None:
+    value = item.get(link) if link else None
+    if isinstance(value, Mapping):
+        value = value.get("id", value.get("$ref"))
+    return None if value is None else str(value)
+
+
+def grouped_order(path: str, items: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The order to write `items` in: the children of one summed parent next to each other, everything
+    else as given (a stable sort, so the first child of each parent keeps its place)."""
+    link = SUMMED_INTO_PARENT.get(path)
+    if link is None:
+        return list(range(len(items)))
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        parent = _parent(item, link)
+        if parent is not None:
+            first.setdefault(parent, index)
+    return sorted(range(len(items)), key=lambda i: first.get(_parent(items[i], link) or "", i))
+
+
+def batch_end(path: str, items: Sequence[Mapping[str, Any]], start: int, size: int) -> int:
+    """Where the batch that starts at `start` ends: after `size` items, or later, so that the children
+    of one summed parent are not split between batches (items in `grouped_order`)."""
+    end = min(len(items), start + size)
+    link = SUMMED_INTO_PARENT.get(path)
+    if link is None:
+        return end
+    while end < len(items) and (parent := _parent(items[end], link)) is not None:
+        if parent != _parent(items[end - 1], link):
+            break
+        end += 1
+    return end

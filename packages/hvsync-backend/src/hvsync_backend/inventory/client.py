@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from hvsync_backend.inventory.apply_path import ApplyOffer, change_set, is_outcome
-from hvsync_backend.inventory.batching import BatchSizer
+from hvsync_backend.inventory.batching import BatchSizer, batch_end, grouped_order
 from hvsync_backend.inventory.errors import (
     NetBoxAuthError,
     NetBoxError,
@@ -436,20 +436,24 @@ class NetBoxClient:
         applied = offer is not None and path in offer.paths
         sizer = self.apply_sizer if applied else self.rest_sizer
         write = self._apply_chunk if applied else self._write_chunk
-        results: list[Any] = [None] * len(items)
+        order = grouped_order(path, items)  # children NetBox sums into one parent share a batch
+        ordered = [items[i] for i in order]
+        answers: list[Any] = [None] * len(ordered)
         cursor = 0
 
         async def worker() -> None:
             nonlocal cursor
-            while cursor < len(items):
+            while cursor < len(ordered):
                 start = cursor
-                chunk = items[start : start + sizer.take(len(items) - start)]
-                cursor += len(chunk)
+                cursor = end = batch_end(path, ordered, start, sizer.take(len(ordered) - start))
                 async with self._writes:
-                    results[start : start + len(chunk)] = await write(method, path, chunk, sizer)
+                    answers[start:end] = await write(method, path, ordered[start:end], sizer)
 
         workers = min(self.config.write_concurrency, -(-len(items) // sizer.take(len(items))))
         await asyncio.gather(*(worker() for _ in range(max(1, workers))))
+        results: list[Any] = [None] * len(items)
+        for position, index in enumerate(order):
+            results[index] = answers[position]
         return results
 
     async def _timed(self, sizer: BatchSizer, size: int, call: Any) -> Any:
