@@ -256,3 +256,16 @@ def test_batches_of_other_paths_are_cut_where_the_size_says() -> None:
     updates = [{"id": i, "size": 5} for i in range(5)]  # no parent named: nothing is grouped
     assert grouped_order("virtualization/virtual-disks", updates) == [0, 1, 2, 3, 4]
     assert batch_end("virtualization/virtual-disks", updates, 0, 2) == 2
+
+
+def test_a_batch_never_outgrows_its_size_to_keep_a_vm_whole() -> None:
+    """A change set holds at most max_operations: a VM's disks that straddle the size end the batch
+    before them, and only a VM with more disks than the size gets a batch of its own that long."""
+    from hvsync_backend.inventory.batching import batch_end
+
+    disks = [{"virtual_machine": vm, "name": f"scsi{n}"} for vm in (1, 2, 3) for n in range(3)]
+    path = "virtualization/virtual-disks"
+    assert batch_end(path, disks, 0, 4) == 3  # VM 2's disks would straddle 4: the batch ends after VM 1
+    assert batch_end(path, disks, 3, 4) == 6
+    assert batch_end(path, disks, 0, 6) == 6 and batch_end(path, disks, 6, 6) == 9
+    assert batch_end(path, disks, 0, 2) == 3  # one VM alone outnumbers the size: its disks stay whole

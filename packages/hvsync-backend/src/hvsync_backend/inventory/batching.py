@@ -70,14 +70,21 @@ def grouped_order(path: str, items: Sequence[Mapping[str, Any]]) -> list[int]:
 
 
 def batch_end(path: str, items: Sequence[Mapping[str, Any]], start: int, size: int) -> int:
-    """Where the batch that starts at `start` ends: after `size` items, or later, so that the children
-    of one summed parent are not split between batches (items in `grouped_order`)."""
+    """Where the batch that starts at `start` ends: after at most `size` items, earlier when that would
+    split the children of one summed parent (items in `grouped_order`). Only a parent whose children
+    alone outnumber `size` makes a longer batch."""
     end = min(len(items), start + size)
     link = SUMMED_INTO_PARENT.get(path)
-    if link is None:
+    if link is None or end >= len(items):
         return end
-    while end < len(items) and (parent := _parent(items[end], link)) is not None:
-        if parent != _parent(items[end - 1], link):
-            break
+    parent = _parent(items[end], link)
+    if parent is None or parent != _parent(items[end - 1], link):
+        return end
+    back = end
+    while back > start and _parent(items[back - 1], link) == parent:
+        back -= 1
+    if back > start:
+        return back
+    while end < len(items) and _parent(items[end], link) == parent:
         end += 1
     return end
