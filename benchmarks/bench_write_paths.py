@@ -66,6 +66,8 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
     return {
         "path": result["write_path"],
         "vms": result["vms"],
+        "initial_ok": initial["ok"],
+        "initial_errors": len(initial.get("errors") or []),
         "initial_seconds": initial["seconds"],
         "objects_written": initial["objects_written"],
         "objects_per_second": round(initial["objects_written"] / initial["seconds"], 1),
