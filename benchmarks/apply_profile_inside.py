@@ -214,12 +214,13 @@ def tables(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def per_object_functions(profile: cProfile.Profile, objects: int, limit: int = 40) -> list[str]:
     """Functions called at least once per object, by cumulative time per object: where an object's time
     goes (the request's own call chain, called once, is left out)."""
-    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    functions = pstats.Stats(profile).get_stats_profile().func_profiles
     rows = []
-    for (filename, line, name), (_, calls, _, cumulative, _) in stats.items():
+    for name, function in functions.items():
+        calls = int(str(function.ncalls).split("/")[0])  # "total/primitive" when recursive
         if calls >= objects:
-            short = filename.split("site-packages/")[-1].split("/src/")[-1]
-            rows.append((cumulative, calls, f"{short}:{line}({name})"))
+            short = function.file_name.split("site-packages/")[-1].split("/src/")[-1]
+            rows.append((function.cumtime, calls, f"{short}:{function.line_number}({name})"))
     rows.sort(reverse=True)
     return [
         f"{1000 * cum / objects:8.2f} ms/object {calls / objects:6.1f} calls/object  {where}"

@@ -66,7 +66,12 @@ def grouped_order(path: str, items: Sequence[Mapping[str, Any]]) -> list[int]:
         parent = _parent(item, link)
         if parent is not None:
             first.setdefault(parent, index)
-    return sorted(range(len(items)), key=lambda i: first.get(_parent(items[i], link) or "", i))
+
+    def place(index: int) -> int:
+        parent = _parent(items[index], link)
+        return index if parent is None else first[parent]
+
+    return sorted(range(len(items)), key=place)
 
 
 def batch_end(path: str, items: Sequence[Mapping[str, Any]], start: int, size: int) -> int:

@@ -202,8 +202,7 @@ def apply(change_set: ChangeSet, request: Request) -> tuple[dict[str, Any], int]
             ledger.outcome = outcome
             ledger.save(update_fields=["outcome"])
             for alias in aliases:
-                _one_search_flush(alias, since=callbacks_before[alias])
-                _one_config_context_render(alias, since=callbacks_before[alias])
+                _coalesce_after_commit(alias, since=callbacks_before[alias])
     except _BatchRejected:
         statuses = [e["status"] for e in errors]
         outcome = {
@@ -226,50 +225,41 @@ def apply(change_set: ChangeSet, request: Request) -> tuple[dict[str, Any], int]
 #: Attributes NetBox 4.7 puts on its deferred search-index flush callbacks (netbox/search/deferred.py)
 _FLUSH_BATCH = "_netbox_search_flush_batch"
 _FLUSH_ALIAS = "_netbox_search_flush_alias"
-
-
-def _one_search_flush(alias: str, since: int) -> None:
-    """NetBox 4.7 indexes search after commit, one flush (one "Search cache update" job) per savepoint
-    scope; the savepoints NetBox opens while saving some objects (an interface's MAC address, an IP's
-    assignment) give each of those its own. The batch is about to commit whole, so merge them into the
-    first: one job per change set. Releases without deferred indexing (4.5 and 4.6 index inline)
-    register no such callbacks, and this does nothing."""
-    connection = connections[alias]
-    merged: dict[Any, str] | None = None
-    kept = []
-    for entry in connection.run_on_commit[since:]:  # only what this batch registered
-        batch = getattr(entry[1], _FLUSH_BATCH, None)
-        if batch is None or getattr(entry[1], _FLUSH_ALIAS, None) != alias:
-            kept.append(entry)
-        elif merged is None:
-            merged = batch
-            kept.append(entry)
-        else:
-            for key, op in batch.items():  # a removal wins, as NetBox coalesces
-                if merged.get(key) != "remove":
-                    merged[key] = op
-    connection.run_on_commit[since:] = kept
-
-
 #: NetBox 4.7's after-commit callback that queues its config-context render sweep (extras/cache.py)
 _RENDER_SWEEP = ("extras.cache", "invalidate_config_context_for_objects.<locals>.<lambda>")
 
 
-def _one_config_context_render(alias: str, since: int) -> None:
-    """NetBox 4.7 invalidates a VM's pre-rendered config context on every save and tag change and
-    registers, each time, the same parameterless after-commit call (queue the render sweep once, under
-    an advisory lock). A change set of 1,000 VMs registered 2,000 identical ones; keep the first. The
-    sweep re-renders every invalidated object, so one call does what they all did. Releases without
-    the cache (4.5, 4.6) register none, and this does nothing."""
+def _coalesce_after_commit(alias: str, since: int) -> None:
+    """Merge the after-commit work this batch registered into one of each kind (the batch commits whole):
+
+    - search: NetBox 4.7 indexes after commit, one flush (one "Search cache update" job) per savepoint
+      scope, and the savepoints it opens while saving some objects (an interface's MAC address, an IP's
+      assignment) give each of those its own. They are merged into the first: one job per change set.
+    - config context: NetBox 4.7 invalidates a VM's pre-rendered config context on every save and tag
+      change and registers, each time, the same parameterless call (queue the render sweep, under an
+      advisory lock): 2,000 for 1,000 VMs. The sweep re-renders every invalidated object, so the first
+      call does what they all did.
+
+    Releases without either (4.5 and 4.6 index inline and keep no render cache) register none of these,
+    and this changes nothing."""
     connection = connections[alias]
-    seen = False
+    merged_flush: dict[Any, str] | None = None
+    render_kept = False
     kept = []
-    for entry in connection.run_on_commit[since:]:
+    for entry in connection.run_on_commit[since:]:  # only what this batch registered
         func = entry[1]
-        if (getattr(func, "__module__", None), getattr(func, "__qualname__", None)) == _RENDER_SWEEP:
-            if seen:
+        batch = getattr(func, _FLUSH_BATCH, None)
+        if batch is not None and getattr(func, _FLUSH_ALIAS, None) == alias:
+            if merged_flush is not None:
+                for key, op in batch.items():  # a removal wins, as NetBox coalesces
+                    if merged_flush.get(key) != "remove":
+                        merged_flush[key] = op
                 continue
-            seen = True
+            merged_flush = batch
+        elif (getattr(func, "__module__", None), getattr(func, "__qualname__", None)) == _RENDER_SWEEP:
+            if render_kept:
+                continue
+            render_kept = True
         kept.append(entry)
     connection.run_on_commit[since:] = kept
 
