@@ -20,6 +20,7 @@ __all__ = [
     "FORMAT_VERSION",
     "MAX_OPERATIONS",
     "ROUTE",
+    "ROWS_ROUTE",
     "WRITABLE_PATHS",
     "ChangeSet",
     "ChangeSetError",
@@ -39,6 +40,9 @@ MAX_OPERATIONS: int = int(SCHEMA["properties"]["operations"]["maxItems"])
 WRITABLE_PATHS: frozenset[str] = frozenset(SCHEMA["$defs"]["path"]["enum"])
 #: Under /api/: POST applies a change set, GET says what the plugin offers, GET <id>/ reads an outcome back.
 ROUTE = "plugins/hvsync/change-sets"
+#: Under /api/: GET <ROWS_ROUTE>/<path>/ lists one of the discovery's `read_paths` as flat rows (related
+#: objects as {"id", plain fields}, no links), with the REST list's filters, fields, limit and offset.
+ROWS_ROUTE = "plugins/hvsync/rows"
 OPS = ("create", "update", "delete")
 #: Per-object statuses, the first present wins for the batch (as NetBox ranks a failed bulk request):
 #: a refusal outranks a conflict with the database, which outranks a missing object or a bad field.

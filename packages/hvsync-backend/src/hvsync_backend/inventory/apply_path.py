@@ -20,10 +20,12 @@ OPERATIONS = {"POST": "create", "PATCH": "update", "DELETE": "delete"}
 
 @dataclass(frozen=True)
 class ApplyOffer:
-    """What the plugin of this NetBox applies: the paths and the largest change set it takes."""
+    """What the plugin of this NetBox applies: the paths and the largest change set it takes, and the
+    lists it also serves as flat rows (`rows/<path>/`; empty from plugins before the rows route)."""
 
     paths: frozenset[str]
     max_operations: int
+    read_paths: frozenset[str] = frozenset()
 
     @classmethod
     def from_discovery(cls, body: Any) -> ApplyOffer | None:
@@ -39,7 +41,10 @@ class ApplyOffer:
             return None
         if not paths or largest < 1:
             return None
-        return cls(paths, min(largest, change_sets.MAX_OPERATIONS))
+        served = body.get("read_paths")
+        listed = frozenset(str(p) for p in served) if isinstance(served, list) else frozenset()
+        read_paths = listed & change_sets.WRITABLE_PATHS
+        return cls(paths, min(largest, change_sets.MAX_OPERATIONS), read_paths)
 
 
 def change_set(method: str, path: str, items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

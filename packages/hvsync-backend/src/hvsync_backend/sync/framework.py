@@ -97,7 +97,7 @@ class Kind(ABC):
 
     def prefetch(self, ctx: SyncContext) -> None:
         """Start this kind's NetBox read ahead of time (used only if nothing is written before it runs)."""
-        ctx.netbox.prefetch(self.path, self.read_params(ctx), fields=self.current_fields())
+        ctx.netbox.prefetch(self.path, self.read_params(ctx), fields=self.current_fields(), flat=True)
         if self.sidecar is not None:
             ctx.background(sidecars.prefetch(ctx, self))
 
@@ -105,7 +105,7 @@ class Kind(ABC):
         """Managed objects of this kind within the run's endpoint scope, keyed by their sidecar's identity
         (else by their `hvsync_key`: objects written before sidecars, or endpoints the plugin lacks)."""
         rows, states = await asyncio.gather(
-            ctx.netbox.list_all(self.path, self.read_params(ctx), fields=self.current_fields()),
+            ctx.netbox.list_all(self.path, self.read_params(ctx), fields=self.current_fields(), flat=True),
             sidecars.read(ctx, self),
         )
         by_link = {state.link_id: key for key, state in states.items()}
@@ -115,7 +115,10 @@ class Kind(ABC):
             missing = sorted(set(by_link) - seen)
             if missing:
                 params = {"tag": MANAGED_TAG, "id": missing}
-                rows = [*rows, *await ctx.netbox.list_all(self.path, params, fields=self.current_fields())]
+                rows = [
+                    *rows,
+                    *await ctx.netbox.list_all(self.path, params, fields=self.current_fields(), flat=True),
+                ]
         out: dict[str, Current] = {}
         scope = ctx.identities
         wanted = ctx.options.only_vmids

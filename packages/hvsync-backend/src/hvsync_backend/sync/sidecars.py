@@ -203,7 +203,9 @@ async def prefetch(ctx: SyncContext, kind: Kind) -> None:
         return  # reported by the stage that needs them
     if kind.sidecar is not None:
         for pk in sorted(set(pks.values())):
-            ctx.netbox.prefetch(kind.sidecar.path, read_params(ctx, kind, pk), fields=kind.sidecar.read)
+            ctx.netbox.prefetch(
+                kind.sidecar.path, read_params(ctx, kind, pk), fields=kind.sidecar.read, flat=True
+            )
 
 
 async def read(ctx: SyncContext, kind: Kind) -> dict[str, SidecarState]:
@@ -214,7 +216,10 @@ async def read(ctx: SyncContext, kind: Kind) -> dict[str, SidecarState]:
     pks = await endpoint_pks(ctx)
     identity = {pks[s.backend_id]: s.identity for s in ctx.sources if s.backend_id in pks}
     pages = await asyncio.gather(
-        *(ctx.netbox.list_all(spec.path, read_params(ctx, kind, pk), fields=spec.read) for pk in identity)
+        *(
+            ctx.netbox.list_all(spec.path, read_params(ctx, kind, pk), fields=spec.read, flat=True)
+            for pk in identity
+        )
     )
     out: dict[str, SidecarState] = {}
     for pk, rows in zip(identity, pages, strict=True):

@@ -51,10 +51,11 @@ def enabled() -> bool:
 
 @dataclass(frozen=True)
 class Target:
-    """The model and REST serializer behind a change-set path (NetBox's own route for it)."""
+    """The model, REST serializer and filters behind a change-set path (NetBox's own route for it)."""
 
     model: type[Model]
     serializer: type[Any]
+    filterset: type[Any] | None
 
 
 @cache
@@ -63,7 +64,8 @@ def target(path: str) -> Target:
     viewset = view.cls  # type: ignore[attr-defined]
     model = viewset.queryset.model
     # Some routes pick their serializer per request (4.5's VMs): the model's own is the one they write with.
-    return Target(model, viewset.serializer_class or get_serializer_for_model(model))
+    serializer = viewset.serializer_class or get_serializer_for_model(model)
+    return Target(model, serializer, getattr(viewset, "filterset_class", None))
 
 
 class OperationFailed(Exception):
@@ -93,6 +95,8 @@ class ChangeSetView(APIView):
                 "max_operations": change_sets.MAX_OPERATIONS,
                 "paths": sorted(change_sets.WRITABLE_PATHS),
                 "retention_seconds": int(RETENTION.total_seconds()),
+                # served flat by rows/<path>/ (api/rows.py) while the apply path is on
+                "read_paths": sorted(change_sets.WRITABLE_PATHS) if enabled() else [],
             }
         )
 

@@ -3,7 +3,7 @@
 from django.urls import path
 from netbox.api.routers import NetBoxRouter
 
-from . import change_sets, sync_views, views
+from . import change_sets, rows, sync_views, views
 
 app_name = "netbox_hvsync-api"
 
@@ -35,6 +35,7 @@ urlpatterns = [
     path("sync/schedule/", sync_views.SyncScheduleView.as_view(), name="sync-schedule"),
     path("change-sets/", change_sets.ChangeSetView.as_view(), name="change-sets"),
     path("change-sets/<uuid:pk>/", change_sets.ChangeSetOutcomeView.as_view(), name="change-set"),
+    path("rows/<path:path>/", rows.RowsView.as_view(), name="rows"),
     path("jobs/<int:pk>/cancel/", sync_views.JobCancelView.as_view(), name="job-cancel"),
     *router.urls,
 ]

@@ -44,7 +44,9 @@ class NaturalKind(Kind):
         return {"tag": MANAGED_TAG}
 
     async def current(self, ctx: SyncContext) -> dict[str, Current]:
-        rows = await ctx.netbox.list_all(self.path, self.read_params(ctx), fields=self.current_fields())
+        rows = await ctx.netbox.list_all(
+            self.path, self.read_params(ctx), fields=self.current_fields(), flat=True
+        )
         lookups = await self.lookups(ctx)
         out: dict[str, Current] = {}
         for row in rows:

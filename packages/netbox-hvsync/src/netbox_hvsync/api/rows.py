@@ -1,0 +1,244 @@
+"""`rows/<path>/`: the objects of a NetBox list route as flat rows, for the backend's comparison reads.
+
+A sync compares what NetBox holds with what Proxmox says, and reads every managed object to do it (a
+no-change resync of 1,000 VMs is nothing but reads). NetBox's REST lists spend most of that time on what
+the comparison never looks at: a hyperlink, a display string and nested counts for every related object,
+and prefetches some routes always make (a VM interface's L2VPN terminations, IPs and FHRP groups).
+
+This route answers the same query the REST list would (the route's own filterset, the user's `view`
+permission and constraints, `fields=`, `limit`/`offset`, the REST page shape), with every requested field
+rendered by the route's own serializer field, except related objects: those are `{"id", ...}` with only
+the related object's plain brief fields (a MAC's `mac_address`, a tag's `slug`), no URL or display.
+It serves stored fields and related objects only: counts, links and computed fields (`display`, `url`,
+`device_count`) need the REST route's annotations, so asking for one is refused (400, `fields`).
+Every value it gives is the value REST gives (tests/netbox/test_rows.py compares them field by field).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.core.exceptions import FieldDoesNotExist
+from django.db.models import ForeignKey, ManyToManyField, Model, OneToOneField, QuerySet
+from django.http import QueryDict
+from rest_framework import serializers, status
+from rest_framework.fields import SkipField
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.relations import PKOnlyObject
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+from utilities.permissions import get_permission_for_model
+
+from netbox_hvsync.api.change_sets import Target, enabled, target
+from netbox_hvsync.wire import change_sets
+
+#: Largest page, as NetBox's default MAX_PAGE_SIZE
+MAX_LIMIT = 1000
+#: Query parameters of the route itself, not filters
+OWN_PARAMS = ("fields", "limit", "offset", "brief", "ordering")
+#: Fields of a nested brief representation that only point somewhere else or describe the object
+LINK_FIELDS = frozenset({"url", "display_url", "display"})
+
+Render = Callable[[Model], Any]
+
+
+class RowsView(APIView):
+    """GET rows/<path>/?fields=...&<filters>: one page of flat rows (see the module docstring)."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get_view_name(self) -> str:
+        return "Rows"
+
+    def get(self, request: Request, path: str) -> Response:
+        path = path.strip("/")
+        if not enabled() or path not in change_sets.WRITABLE_PATHS:
+            return _refuse(status.HTTP_404_NOT_FOUND, "path", f"No rows are served for {path!r}.")
+        spec = target(path)
+        if not request.user.has_perm(get_permission_for_model(spec.model, "view")):
+            return _refuse(
+                status.HTTP_403_FORBIDDEN, "path", f"You may not view {spec.model._meta.verbose_name_plural}."
+            )
+        try:
+            limit = _whole(
+                request.query_params.get("limit"), "limit", default=MAX_LIMIT, low=1, high=MAX_LIMIT
+            )
+            offset = _whole(request.query_params.get("offset"), "offset", default=0, low=0, high=None)
+        except _BadParameter as bad:
+            return _refuse(status.HTTP_400_BAD_REQUEST, bad.field, bad.message)
+        wanted = [f for f in (request.query_params.get("fields") or "").split(",") if f.strip()]
+        serializer = spec.serializer(context={"request": request}, fields=wanted or None)
+        served = {name: f for name, f in serializer.fields.items() if _servable(spec.model, f)}
+        unknown = sorted(set(wanted) - set(served))
+        if unknown:
+            return _refuse(
+                status.HTTP_400_BAD_REQUEST,
+                "fields",
+                f"Not served as rows (only stored fields and related objects are): {', '.join(unknown)}.",
+            )
+        queryset = _filtered(spec, request)
+        if isinstance(queryset, Response):
+            return queryset
+        plan = [(name, _renderer(spec.model, field)) for name, field in served.items()]
+        queryset = _loading(queryset, spec.model, served)
+        count = queryset.count()
+        page = queryset.order_by("pk")[offset : offset + limit]
+        results = [{name: render(obj) for name, render in plan} for obj in page]
+        return Response({"count": count, "next": None, "previous": None, "results": results})
+
+
+def _filtered(spec: Target, request: Request) -> QuerySet[Any] | Response:
+    """The user's viewable objects, filtered by the REST route's own filterset."""
+    queryset = spec.model.objects.restrict(request.user, "view")  # type: ignore[attr-defined]
+    if spec.filterset is None:
+        return queryset
+    params = QueryDict(mutable=True)
+    for key, values in request.query_params.lists():
+        if key not in OWN_PARAMS:
+            params.setlist(key, values)
+    filterset = spec.filterset(params, queryset=queryset, request=request)
+    if not filterset.is_valid():
+        field, errors = next(iter(filterset.errors.items()))
+        return _refuse(status.HTTP_400_BAD_REQUEST, field, " ".join(str(e) for e in errors))
+    return filterset.qs
+
+
+def _servable(model: type[Model], field: serializers.Field) -> bool:
+    """Stored fields and related objects only: counts, links and computed fields need the REST route's
+    own queryset (its annotations and prefetches), which is what this route saves."""
+    return _nested(field) is not None or _relation(model, field) is not None or _stored(model, field)
+
+
+def _relation(model: type[Model], field: serializers.Field) -> Any:
+    """The model's relation behind a serializer field, or None for anything else."""
+    source = getattr(field, "source", None) or field.field_name
+    if not isinstance(source, str) or "." in source or source == "*":
+        return None
+    try:
+        relation = model._meta.get_field(source)
+    except FieldDoesNotExist:
+        return None
+    return relation if isinstance(relation, ForeignKey | OneToOneField | ManyToManyField) else None
+
+
+def _loading(queryset: QuerySet[Any], model: type[Model], fields: Any) -> QuerySet[Any]:
+    """Join or prefetch the relations the requested fields render (one query each, not one per row)."""
+    joined, prefetched = [], []
+    for field in fields.values():
+        if isinstance(field, serializers.ListSerializer | serializers.ManyRelatedField):
+            if _nested(field) is not None:  # tags, tagged VLANs: lists of related objects
+                prefetched.append(field.source)
+        elif (relation := _relation(model, field)) is not None:
+            (prefetched if isinstance(relation, ManyToManyField) else joined).append(relation.name)
+    if joined:
+        queryset = queryset.select_related(*joined)
+    if prefetched:
+        queryset = queryset.prefetch_related(*prefetched)
+    return queryset
+
+
+def _nested(field: serializers.Field) -> serializers.Field | None:
+    """The nested model serializer a field renders related objects with (one or many), if any: a nested
+    serializer, a list of them (tags), or NetBox's primary keys shown as objects (tagged VLANs)."""
+    inner = getattr(field, "child", None) or getattr(field, "child_relation", None) or field
+    if isinstance(inner, serializers.ModelSerializer):
+        return inner
+    shown_as = getattr(inner, "serializer", None)  # netbox.api.fields.SerializedPKRelatedField
+    if isinstance(shown_as, type) and issubclass(shown_as, serializers.ModelSerializer):
+        return shown_as(nested=getattr(inner, "nested", True), context=inner.context)
+    return None
+
+
+def _renderer(model: type[Model], field: serializers.Field) -> Render:
+    """How one requested field is rendered: related objects flat, everything else by its own field."""
+    nested = _nested(field)
+    if nested is None:
+        return _as_rest(field)
+    flat = _flat(nested)
+    if isinstance(field, serializers.ListSerializer | serializers.ManyRelatedField):
+        name = field.source
+        return lambda obj: [flat(item) for item in getattr(obj, name).all()]
+    return lambda obj: _none_or(field, obj, flat)
+
+
+def _as_rest(field: serializers.Field) -> Render:
+    """What DRF's Serializer.to_representation does for one field."""
+
+    def render(obj: Model) -> Any:
+        try:
+            attribute = field.get_attribute(obj)
+        except SkipField:
+            return None
+        check = attribute.pk if isinstance(attribute, PKOnlyObject) else attribute
+        return None if check is None else field.to_representation(attribute)
+
+    return render
+
+
+def _none_or(field: serializers.Field, obj: Model, flat: Render) -> Any:
+    related = field.get_attribute(obj)
+    return None if related is None else flat(related)
+
+
+def _flat(nested: serializers.Field) -> Render:
+    """A related object as `{"id", <its plain brief fields>}`; related objects of its own as `{"id"}`."""
+    model = nested.Meta.model
+    plain: list[tuple[str, Render]] = []
+    linked: list[tuple[str, str]] = []
+    for name, field in nested.fields.items():
+        if name in LINK_FIELDS or name == "id":
+            continue
+        relation = _relation(model, field)
+        if relation is not None and not isinstance(relation, ManyToManyField):
+            linked.append((name, relation.attname))
+        elif relation is None and _nested(field) is None and _stored(model, field):
+            plain.append((name, _as_rest(field)))
+
+    def render(obj: Model) -> dict[str, Any]:
+        row: dict[str, Any] = {"id": obj.pk}
+        for name, value in plain:
+            row[name] = value(obj)
+        for name, attname in linked:
+            pk = getattr(obj, attname)
+            row[name] = None if pk is None else {"id": pk}
+        return row
+
+    return render
+
+
+def _stored(model: type[Model], field: serializers.Field) -> bool:
+    """Whether a field renders a stored column of the model (not an annotation, a count or a method)."""
+    source = getattr(field, "source", None)
+    name = field.field_name if source in (None, "*") else source
+    if not isinstance(name, str) or "." in name:
+        return False
+    try:
+        return bool(getattr(model._meta.get_field(name), "concrete", False))
+    except FieldDoesNotExist:
+        return False
+
+
+class _BadParameter(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def _whole(value: str | None, name: str, *, default: int, low: int, high: int | None) -> int:
+    if value in (None, ""):
+        return default
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise _BadParameter(name, f"{name} must be a whole number.") from None
+    if number < low or (high is not None and number > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise _BadParameter(name, f"{name} must be {bound}.")
+    return number
+
+
+def _refuse(code: int, field: str, detail: str) -> Response:
+    return Response({"field": field, "detail": detail}, status=code)
