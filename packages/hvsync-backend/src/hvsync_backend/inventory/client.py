@@ -314,8 +314,8 @@ class NetBoxClient:
         """Every object of a list route, in pages of 1,000; pages after the first are read concurrently.
 
         `flat`: the caller reads related objects by id (and their plain fields) only, so the list may come
-        from the plugin's rows route when it serves this path (same filters and values, several times
-        cheaper for NetBox to answer); otherwise, and always without the plugin, from the REST list.
+        from the plugin's rows route when it serves this path (same filters and values, about half of
+        NetBox's work to answer); otherwise, and always without the plugin, from the REST list.
         With `cache_reads` on, an identical read since this client's last write is answered from the
         run's cache (rows are copied: callers may change them)."""
         if not self.cache_reads:

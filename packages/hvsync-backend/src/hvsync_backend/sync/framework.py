@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -95,8 +95,17 @@ class Kind(ABC):
         # The tag filter already says "managed"; tags are only read by kinds that compare them.
         return tuple(dict.fromkeys(("id", *self.read_fields, "custom_fields")))
 
+    def read_current(
+        self, ctx: SyncContext, params: dict[str, Any] | None = None
+    ) -> Awaitable[list[dict[str, Any]]]:
+        """This kind's managed objects as the comparison reads them: `current_fields()` only, related
+        objects by id (`flat`: from the plugin's rows route when it serves the path)."""
+        query = self.read_params(ctx) if params is None else params
+        return ctx.netbox.list_all(self.path, query, fields=self.current_fields(), flat=True)
+
     def prefetch(self, ctx: SyncContext) -> None:
-        """Start this kind's NetBox read ahead of time (used only if nothing is written before it runs)."""
+        """Start this kind's NetBox read ahead of time (used only if nothing is written before it runs);
+        the same read as `read_current`, so that one finds it ready."""
         ctx.netbox.prefetch(self.path, self.read_params(ctx), fields=self.current_fields(), flat=True)
         if self.sidecar is not None:
             ctx.background(sidecars.prefetch(ctx, self))
@@ -105,7 +114,7 @@ class Kind(ABC):
         """Managed objects of this kind within the run's endpoint scope, keyed by their sidecar's identity
         (else by their `hvsync_key`: objects written before sidecars, or endpoints the plugin lacks)."""
         rows, states = await asyncio.gather(
-            ctx.netbox.list_all(self.path, self.read_params(ctx), fields=self.current_fields(), flat=True),
+            self.read_current(ctx),
             sidecars.read(ctx, self),
         )
         by_link = {state.link_id: key for key, state in states.items()}
@@ -115,10 +124,7 @@ class Kind(ABC):
             missing = sorted(set(by_link) - seen)
             if missing:
                 params = {"tag": MANAGED_TAG, "id": missing}
-                rows = [
-                    *rows,
-                    *await ctx.netbox.list_all(self.path, params, fields=self.current_fields(), flat=True),
-                ]
+                rows = [*rows, *await self.read_current(ctx, params)]
         out: dict[str, Current] = {}
         scope = ctx.identities
         wanted = ctx.options.only_vmids

@@ -32,10 +32,12 @@ from rest_framework.views import APIView
 from utilities.permissions import get_permission_for_model
 
 from netbox_hvsync.api.change_sets import Target, enabled, target
-from netbox_hvsync.wire import change_sets
+from netbox_hvsync.wire import change_sets, numbers
 
 #: Largest page, as NetBox's default MAX_PAGE_SIZE
 MAX_LIMIT = 1000
+#: Largest offset (PostgreSQL's OFFSET is a bigint; no inventory comes near this)
+MAX_OFFSET = 2**31 - 1
 #: Query parameters of the route itself, not filters
 OWN_PARAMS = ("fields", "limit", "offset", "brief", "ordering")
 #: Fields of a nested brief representation that only point somewhere else or describe the object
@@ -61,14 +63,19 @@ class RowsView(APIView):
             return _refuse(
                 status.HTTP_403_FORBIDDEN, "path", f"You may not view {spec.model._meta.verbose_name_plural}."
             )
-        try:
-            limit = _whole(
-                request.query_params.get("limit"), "limit", default=MAX_LIMIT, low=1, high=MAX_LIMIT
+        limit = _whole(request.query_params.get("limit"), default=MAX_LIMIT, low=1, high=MAX_LIMIT)
+        if limit is None:
+            return _refuse(
+                status.HTTP_400_BAD_REQUEST, "limit", f"limit must be a whole number from 1 to {MAX_LIMIT}."
             )
-            offset = _whole(request.query_params.get("offset"), "offset", default=0, low=0, high=None)
-        except _BadParameter as bad:
-            return _refuse(status.HTTP_400_BAD_REQUEST, bad.field, bad.message)
-        wanted = [f for f in (request.query_params.get("fields") or "").split(",") if f.strip()]
+        offset = _whole(request.query_params.get("offset"), default=0, low=0, high=MAX_OFFSET)
+        if offset is None:
+            return _refuse(
+                status.HTTP_400_BAD_REQUEST,
+                "offset",
+                f"offset must be a whole number from 0 to {MAX_OFFSET}.",
+            )
+        wanted = [f.strip() for f in (request.query_params.get("fields") or "").split(",") if f.strip()]
         serializer = spec.serializer(context={"request": request}, fields=wanted or None)
         served = {name: f for name, f in serializer.fields.items() if _servable(spec.model, f)}
         unknown = sorted(set(wanted) - set(served))
@@ -220,24 +227,9 @@ def _stored(model: type[Model], field: serializers.Field) -> bool:
         return False
 
 
-class _BadParameter(ValueError):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
-
-
-def _whole(value: str | None, name: str, *, default: int, low: int, high: int | None) -> int:
-    if value in (None, ""):
-        return default
-    try:
-        number = int(str(value))
-    except ValueError:
-        raise _BadParameter(name, f"{name} must be a whole number.") from None
-    if number < low or (high is not None and number > high):
-        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
-        raise _BadParameter(name, f"{name} must be {bound}.")
-    return number
+def _whole(value: str | None, *, default: int, low: int, high: int) -> int | None:
+    """A page parameter: its default when absent, None (refused) unless ASCII digits within range."""
+    return default if value in (None, "") else numbers.decimal(value, low=low, high=high)
 
 
 def _refuse(code: int, field: str, detail: str) -> Response:

@@ -104,9 +104,7 @@ class DeviceKind(Kind):
         # holds in the same site (whatever this run's scope) gets the cluster name appended; the names
         # themselves are therefore stable from run to run.
         # the same query as `current` (every managed device): one read serves both
-        rows = await ctx.netbox.list_all(
-            self.path, self.read_params(ctx), fields=self.current_fields(), flat=True
-        )
+        rows = await self.read_current(ctx)
         taken: dict[tuple[int | None, str], str] = {}
         for row in rows:
             key = (row.get("custom_fields") or {}).get(KEY_FIELD)

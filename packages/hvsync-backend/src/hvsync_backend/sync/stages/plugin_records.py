@@ -44,9 +44,7 @@ class NaturalKind(Kind):
         return {"tag": MANAGED_TAG}
 
     async def current(self, ctx: SyncContext) -> dict[str, Current]:
-        rows = await ctx.netbox.list_all(
-            self.path, self.read_params(ctx), fields=self.current_fields(), flat=True
-        )
+        rows = await self.read_current(ctx)
         lookups = await self.lookups(ctx)
         out: dict[str, Current] = {}
         for row in rows:

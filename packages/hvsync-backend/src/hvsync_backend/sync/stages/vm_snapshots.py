@@ -85,9 +85,7 @@ class SnapshotKind(Kind):
 
     async def current(self, ctx: SyncContext) -> dict[str, Current]:
         vm_keys = {vm_id: key for key, vm_id in (await known_ids(ctx, VirtualMachineKind())).items()}
-        rows = await ctx.netbox.list_all(
-            self.path, self.read_params(ctx), fields=self.current_fields(), flat=True
-        )
+        rows = await self.read_current(ctx)
         out: dict[str, Current] = {}
         for row in rows:
             vm = row.get("virtual_machine") or {}
