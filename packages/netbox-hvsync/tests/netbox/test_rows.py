@@ -255,6 +255,8 @@ def test_object_permissions_decide_what_is_listed(db, inventory):
         ({"offset": 10**40}, "offset"),
         ({"limit": "\u0661\u0660"}, "limit"),  # Arabic-Indic digits, which int() would take
         ({"fields": "id,no_such_field"}, "fields"),
+        ({"fields": "id,add_tags"}, "fields"),  # write-only: never shown, as over REST
+        ({"fields": "id,display"}, "fields"),  # computed: needs REST's own queryset
         ({"id": "not-a-number"}, "id"),
     ],
 )
@@ -277,3 +279,13 @@ def test_reads_need_a_token_or_login(inventory):
     from rest_framework.test import APIClient
 
     assert APIClient().get(f"{ROWS}virtualization/virtual-machines/").status_code in (401, 403)
+
+
+def test_no_credential_is_served(api, inventory):
+    from netbox_hvsync.wire.change_sets import WRITABLE_PATHS
+
+    assert api.get(f"{ROWS}plugins/hvsync/hv-endpoints/").status_code == 404
+    for path in sorted(WRITABLE_PATHS):
+        answer = api.get(f"{ROWS}{path}/")
+        assert answer.status_code == 200
+        assert b"pve-a-token-secret-0001" not in answer.content, path  # planted by the hv fixture

@@ -114,7 +114,10 @@ def _filtered(spec: Target, request: Request) -> QuerySet[Any] | Response:
 
 def _servable(model: type[Model], field: serializers.Field) -> bool:
     """Stored fields and related objects only: counts, links and computed fields need the REST route's
-    own queryset (its annotations and prefetches), which is what this route saves."""
+    own queryset (its annotations and prefetches), which is what this route saves. Never a write-only
+    field (a secret's stored form): REST does not show those either."""
+    if field.write_only:
+        return False
     return _nested(field) is not None or _relation(model, field) is not None or _stored(model, field)
 
 
@@ -195,7 +198,7 @@ def _flat(nested: serializers.Field) -> Render:
     plain: list[tuple[str, Render]] = []
     linked: list[tuple[str, str]] = []
     for name, field in nested.fields.items():
-        if name in LINK_FIELDS or name == "id":
+        if name in LINK_FIELDS or name == "id" or field.write_only:
             continue
         relation = _relation(model, field)
         if relation is not None and not isinstance(relation, ManyToManyField):
