@@ -172,6 +172,22 @@ def test_a_related_object_given_by_unstorable_attributes_is_a_field_error(api, a
     assert api.get(f"{API}backend-endpoints/").status_code == 200  # the request's transaction is intact
 
 
+@pytest.mark.parametrize("tag", [{"name": "\x00x", "slug": "x"}, {"slug": ["a", None]}, {"id": "x" * 30}])
+def test_a_tag_given_by_unstorable_attributes_is_a_field_error(api, tag):
+    """Found by the REST fuzz run: a NUL in a tag's name went to PostgreSQL in NetBox's tag lookup: a 500."""
+    from netbox_hvsync.models import BackendEndpoint
+
+    answer = api.post(
+        f"{API}backend-endpoints/",
+        [{"name": "by-tag", "enabled": False, "port": 8800, "tags": [tag]}],
+        format="json",
+    )
+    assert answer.status_code == 400, answer.content[:300]
+    assert "tags" in json.dumps(answer.json())
+    assert not BackendEndpoint.objects.filter(name="by-tag").exists()
+    assert api.get(f"{API}backend-endpoints/").status_code == 200  # the request's transaction is intact
+
+
 def test_a_number_field_with_choices_has_no_text_lookups(api):
     """Found by the REST fuzz run: `token_version__ie=2` and `token_version__regex=2` reached PostgreSQL as
     text operators on a number column: a 500. Such lookups are not offered; exact and `__n` still work."""

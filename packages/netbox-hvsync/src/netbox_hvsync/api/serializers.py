@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, transaction
 from ipam.api.serializers import IPAddressSerializer, PrefixSerializer, VLANSerializer
 from netbox.api.fields import ChoiceField, ContentTypeField
-from netbox.api.serializers import NetBoxModelSerializer, ValidatedModelSerializer
+from netbox.api.serializers import NetBoxModelSerializer, ValidatedModelSerializer, WritableNestedSerializer
 from rest_framework import serializers
 from tenancy.api.serializers import TenantSerializer
 from users.api.serializers import UserSerializer
@@ -62,8 +62,12 @@ class StorableRelatedLookups:
     def get_fields(self) -> dict[str, Any]:
         fields = super().get_fields()  # type: ignore[misc]
         for field in fields.values():
-            if getattr(field, "nested", False) and not field.read_only:
-                field.to_internal_value = _storable_lookup(field.to_internal_value)
+            if field.read_only:
+                continue
+            # one related object, or each of a list of them (tags: `{"name": "\x00"}` was a 500 too)
+            target = getattr(field, "child", field)
+            if getattr(target, "nested", False) or isinstance(target, WritableNestedSerializer):
+                target.to_internal_value = _storable_lookup(target.to_internal_value)
         return fields
 
 
