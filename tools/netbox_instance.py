@@ -980,7 +980,11 @@ def read_env(path: Path) -> dict[str, str]:
 def status() -> None:
     for name in sorted(p.name for p in (STATE / "instances").glob("*") if p.is_dir()):
         slot_file = instance_dir(name) / "slot.json"
-        if name in INSTANCES:
+        # the URL it was last started at (`up --port` overrides the slot's port), else the slot's port
+        url = read_env(env_file(name)).get("NETBOX_URL", "") if env_file(name).exists() else ""
+        if url:
+            port = int(url.rstrip("/").rsplit(":", 1)[1])
+        elif name in INSTANCES:
             port = INSTANCES[name][0]
         elif slot_file.exists():
             port = json.loads(slot_file.read_text())["port"]

@@ -14,6 +14,17 @@ from collections import Counter
 from typing import Any
 
 import httpx
+from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
+
+#: The Authorization header the client tests send (a v1 token; nothing checks it)
+AUTH = "Token 0123456789abcdef0123456789abcdef01234567"
+
+
+def mock_client(handler: Any, **overrides: Any) -> NetBoxClient:
+    """A NetBoxClient for http://netbox.test whose requests `handler` answers (httpx.MockTransport)."""
+    config = NetBoxConfig(url="http://netbox.test", auth_header=AUTH, **overrides)
+    return NetBoxClient(config, transport=httpx.MockTransport(handler))
+
 
 EMPTY_PAGE: dict[str, Any] = {"count": 0, "next": None, "previous": None, "results": []}
 STATUS: dict[str, Any] = {

@@ -8,11 +8,11 @@ from typing import Any
 
 import httpx
 import pytest
+from fake_netbox import mock_client
 from hvsync_backend.inventory.batching import BatchSizer
-from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
+from hvsync_backend.inventory.client import NetBoxClient
 from hvsync_backend.inventory.errors import NetBoxHTTPError, NetBoxUnreachable
 
-AUTH = "Token 0123456789abcdef0123456789abcdef01234567"
 ROUTE = "/api/plugins/hvsync/change-sets/"
 OFFER = {
     "enabled": True,
@@ -78,8 +78,7 @@ class FakePlugin:
 
 
 def client(fake: FakePlugin, **overrides: Any) -> NetBoxClient:
-    config = NetBoxConfig(url="http://netbox.test", auth_header=AUTH, **overrides)
-    return NetBoxClient(config, transport=httpx.MockTransport(fake.handler))
+    return mock_client(fake.handler, **overrides)
 
 
 async def test_offered_paths_are_written_as_change_sets_and_others_over_rest() -> None:
@@ -183,8 +182,7 @@ async def test_nothing_answering_at_all_is_reported_on_every_object() -> None:
             return httpx.Response(200, json=OFFER)
         raise httpx.ReadTimeout("gone", request=request)
 
-    config = NetBoxConfig(url="http://netbox.test", auth_header=AUTH)
-    async with NetBoxClient(config, transport=httpx.MockTransport(handler)) as nb:
+    async with mock_client(handler) as nb:
         results = await nb.bulk_create("virtualization/virtual-machines", [{"name": "a"}, {"name": "b"}])
     assert all(isinstance(r, NetBoxUnreachable) for r in results)
     assert nb.stats.created == 0

@@ -8,10 +8,10 @@ from typing import Any
 
 import httpx
 import pytest
+from fake_netbox import mock_client
 from hvsync_backend.inventory.apply_path import ApplyOffer
-from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
+from hvsync_backend.inventory.client import NetBoxClient
 
-AUTH = "Token 0123456789abcdef0123456789abcdef01234567"
 DISCOVERY = "/api/plugins/hvsync/change-sets/"
 ROWS = "/api/plugins/hvsync/rows/"
 VMS = "virtualization/virtual-machines"
@@ -49,8 +49,7 @@ class FakeNetBox:
 
 
 def client(fake: FakeNetBox, **overrides: Any) -> NetBoxClient:
-    config = NetBoxConfig(url="http://netbox.test", auth_header=AUTH, **overrides)
-    return NetBoxClient(config, transport=httpx.MockTransport(fake.handler))
+    return mock_client(fake.handler, **overrides)
 
 
 async def test_a_flat_read_of_a_served_path_uses_the_rows_route_with_the_same_query() -> None:

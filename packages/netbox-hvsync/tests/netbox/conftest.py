@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -123,6 +124,51 @@ def hv(db, netbox_objects):
         "local": local,
         "pbs": pbs,
         **netbox_objects,
+    }
+
+
+def guest_records(hv: dict[str, Any], vm: Any) -> dict[str, Any]:
+    """One of each plugin record a sync keeps about a guest on `hv`'s endpoint: a backup on the PBS
+    storage, a snapshot, a task, a backup routine and a replication job (shared by the GraphQL and
+    rows tests)."""
+    from netbox_hvsync import models
+
+    endpoint = hv["endpoint"]
+    hv["pbs"].nodes.set([hv["node1"]])
+    return {
+        "backup": models.HvBackup.objects.create(
+            storage=hv["pbs"], volid="pbs:backup/vm/100/x", vmid=100, virtual_machine=vm, size=3 * 2**33
+        ),
+        "snapshot": models.HvSnapshot.objects.create(
+            virtual_machine=vm, name="snap1", vmstate=True, description="before upgrade"
+        ),
+        "task": models.HvTaskHistory.objects.create(
+            endpoint=endpoint,
+            node=hv["node1"],
+            upid="UPID:pve1:1",
+            task_type="qmstart",
+            vmid=100,
+            user="root@pam",
+            status="OK",
+            starttime="2026-11-20T01:00:00Z",
+        ),
+        "routine": models.BackupRoutine.objects.create(
+            endpoint=endpoint,
+            job_id="job-gql",
+            storage=hv["pbs"],
+            selection=[100, 101],
+            keep_last=3,
+            raw_config={"id": "job-gql"},
+        ),
+        "replication": models.Replication.objects.create(
+            endpoint=endpoint,
+            replication_id="100-0",
+            virtual_machine=vm,
+            guest=100,
+            target="pve2",
+            jobnum=0,
+            rate=12.5,
+        ),
     }
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import token_client
+from conftest import guest_records, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -78,43 +78,10 @@ def world(hv, superuser) -> dict[str, Any]:
     inventory.save()
     hv["pbs"].total = 5 * 2**40  # beyond GraphQL's 32-bit Int: the BigInt scalar
     hv["pbs"].save()
-    hv["pbs"].nodes.set([hv["node1"]])
     rows = {
         "backend": backend,
         "inventory": inventory,
-        "backup": models.HvBackup.objects.create(
-            storage=hv["pbs"], volid="pbs:backup/vm/100/x", vmid=100, virtual_machine=vm, size=3 * 2**33
-        ),
-        "snapshot": models.HvSnapshot.objects.create(
-            virtual_machine=vm, name="snap1", vmstate=True, description="before upgrade"
-        ),
-        "task": models.HvTaskHistory.objects.create(
-            endpoint=endpoint,
-            node=hv["node1"],
-            upid="UPID:pve1:1",
-            task_type="qmstart",
-            vmid=100,
-            user="root@pam",
-            status="OK",
-            starttime="2026-11-20T01:00:00Z",
-        ),
-        "routine": models.BackupRoutine.objects.create(
-            endpoint=endpoint,
-            job_id="job-gql",
-            storage=hv["pbs"],
-            selection=[100, 101],
-            keep_last=3,
-            raw_config={"id": "job-gql"},
-        ),
-        "replication": models.Replication.objects.create(
-            endpoint=endpoint,
-            replication_id="100-0",
-            virtual_machine=vm,
-            guest=100,
-            target="pve2",
-            jobnum=0,
-            rate=12.5,
-        ),
+        **guest_records(hv, vm),
         "deletion": models.DeletionRequest.objects.create(
             endpoint=endpoint,
             object_type=ContentType.objects.get(app_label="virtualization", model="virtualmachine"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import token_client
+from conftest import guest_records, token_client
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -106,27 +106,7 @@ def inventory(db, hv):
     models.SyncedDevice.objects.create(endpoint=endpoint, device=device, node=hv["node1"], node_name="pve1")
     models.SyncedVLAN.objects.create(endpoint=endpoint, vlan=vlans[0], zone="z1", vnet="v10")
     models.SyncedPrefix.objects.create(endpoint=endpoint, prefix=prefix, vnet="v10", subnet="z1-10.0.0.0-24")
-    hv["pbs"].nodes.set([hv["node1"]])
-    models.HvBackup.objects.create(
-        storage=hv["pbs"], volid="pbs:backup/vm/100/x", vmid=100, virtual_machine=guest, size=3 * 2**33
-    )
-    models.HvSnapshot.objects.create(virtual_machine=guest, name="snap1", vmstate=True, description="before")
-    models.HvTaskHistory.objects.create(
-        endpoint=endpoint,
-        node=hv["node1"],
-        upid="UPID:pve1:1",
-        task_type="qmstart",
-        vmid=100,
-        user="root@pam",
-        status="OK",
-        starttime="2026-11-20T01:00:00Z",
-    )
-    models.BackupRoutine.objects.create(
-        endpoint=endpoint, job_id="job-1", storage=hv["pbs"], selection=[100, 101], keep_last=3
-    )
-    models.Replication.objects.create(
-        endpoint=endpoint, replication_id="100-0", virtual_machine=guest, guest=100, target="pve2", jobnum=0
-    )
+    guest_records(hv, guest)
     return {"vlans": vlans}
 
 

@@ -13,59 +13,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, IntegrityError, connections, router, transaction
-from django.db.models import Model
 from django.db.models.deletion import ProtectedError, RestrictedError
-from django.urls import resolve
 from django.utils import timezone
 from netbox.api.authentication import TokenWritePermission
 from netbox.context import events_queue
-from netbox.plugins.utils import get_plugin_config
 from rest_framework import status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
-from utilities.api import get_serializer_for_model
 from utilities.exceptions import AbortRequest
 from utilities.permissions import get_permission_for_model
 
+from netbox_hvsync.api.routes import enabled, target
 from netbox_hvsync.models import AppliedChangeSet
 from netbox_hvsync.models.change_sets import RETENTION
 from netbox_hvsync.wire import change_sets
 from netbox_hvsync.wire.change_sets import ChangeSet, ChangeSetError, Operation
 
 ACTIONS = {"create": "add", "update": "change", "delete": "delete"}
-
-
-def enabled() -> bool:
-    """`PLUGINS_CONFIG["netbox_hvsync"]["change_sets"]` (default True): False turns the apply path off."""
-    return bool(get_plugin_config("netbox_hvsync", "change_sets", True))
-
-
-@dataclass(frozen=True)
-class Target:
-    """The model, REST serializer and filters behind a change-set path (NetBox's own route for it)."""
-
-    model: type[Model]
-    serializer: type[Any]
-    filterset: type[Any] | None
-
-
-@cache
-def target(path: str) -> Target:
-    view = resolve(f"/{settings.BASE_PATH}api/{path}/").func
-    viewset = view.cls  # type: ignore[attr-defined]
-    model = viewset.queryset.model
-    # Some routes pick their serializer per request (4.5's VMs): the model's own is the one they write with.
-    serializer = viewset.serializer_class or get_serializer_for_model(model)
-    return Target(model, serializer, getattr(viewset, "filterset_class", None))
 
 
 class OperationFailed(Exception):

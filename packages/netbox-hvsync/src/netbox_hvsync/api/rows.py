@@ -17,6 +17,7 @@ Every value it gives is the value REST gives (tests/netbox/test_rows.py compares
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import FieldDoesNotExist
@@ -31,7 +32,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from utilities.permissions import get_permission_for_model
 
-from netbox_hvsync.api.change_sets import Target, enabled, target
+from netbox_hvsync.api.routes import Target, enabled, target
 from netbox_hvsync.wire import change_sets, numbers
 
 #: Largest page, as NetBox's default MAX_PAGE_SIZE
@@ -77,8 +78,10 @@ class RowsView(APIView):
             )
         wanted = [f.strip() for f in (request.query_params.get("fields") or "").split(",") if f.strip()]
         serializer = spec.serializer(context={"request": request}, fields=wanted or None)
-        served = {name: f for name, f in serializer.fields.items() if _servable(spec.model, f)}
-        unknown = sorted(set(wanted) - set(served))
+        columns = [
+            c for name, f in serializer.fields.items() if (c := _column(spec.model, name, f)) is not None
+        ]
+        unknown = sorted(set(wanted) - {c.name for c in columns})
         if unknown:
             return _refuse(
                 status.HTTP_400_BAD_REQUEST,
@@ -88,11 +91,10 @@ class RowsView(APIView):
         queryset = _filtered(spec, request)
         if isinstance(queryset, Response):
             return queryset
-        plan = [(name, _renderer(spec.model, field)) for name, field in served.items()]
-        queryset = _loading(queryset, spec.model, served)
+        queryset = _loading(queryset, columns)
         count = queryset.count()
         page = queryset.order_by("pk")[offset : offset + limit]
-        results = [{name: render(obj) for name, render in plan} for obj in page]
+        results = [{c.name: c.render(obj) for c in columns} for obj in page]
         return Response({"count": count, "next": None, "previous": None, "results": results})
 
 
@@ -112,36 +114,50 @@ def _filtered(spec: Target, request: Request) -> QuerySet[Any] | Response:
     return filterset.qs
 
 
-def _servable(model: type[Model], field: serializers.Field) -> bool:
-    """Stored fields and related objects only: counts, links and computed fields need the REST route's
-    own queryset (its annotations and prefetches), which is what this route saves. Never a write-only
-    field (a secret's stored form): REST does not show those either."""
+@dataclass(frozen=True)
+class Column:
+    """One served field: its name, how a row renders it, and the relation loaded for it (joined or
+    prefetched once for the page, never one query per row)."""
+
+    name: str
+    render: Render
+    join: str | None = None
+    prefetch: str | None = None
+
+
+def _column(model: type[Model], name: str, field: serializers.Field) -> Column | None:
+    """How one serializer field is served, or None when it is not: stored fields and related objects
+    only (counts, links and computed fields need the REST route's own annotations and prefetches, which
+    is what this route saves), and never a write-only field (a secret's stored form; REST hides it too)."""
     if field.write_only:
-        return False
-    return _nested(field) is not None or _relation(model, field) is not None or _stored(model, field)
-
-
-def _relation(model: type[Model], field: serializers.Field) -> Any:
-    """The model's relation behind a serializer field, or None for anything else."""
-    source = getattr(field, "source", None) or field.field_name
-    if not isinstance(source, str) or "." in source or source == "*":
         return None
-    try:
-        relation = model._meta.get_field(source)
-    except FieldDoesNotExist:
-        return None
-    return relation if isinstance(relation, ForeignKey | OneToOneField | ManyToManyField) else None
-
-
-def _loading(queryset: QuerySet[Any], model: type[Model], fields: Any) -> QuerySet[Any]:
-    """Join or prefetch the relations the requested fields render (one query each, not one per row)."""
-    joined, prefetched = [], []
-    for field in fields.values():
+    stored = _model_field(model, field)
+    relation = stored if isinstance(stored, ForeignKey | OneToOneField | ManyToManyField) else None
+    loads = {} if relation is None or _source(field) == "*" else _loads(relation)
+    nested = _nested(field)
+    if nested is not None:
+        flat = _flat(nested)
         if isinstance(field, serializers.ListSerializer | serializers.ManyRelatedField):
-            if _nested(field) is not None:  # tags, tagged VLANs: lists of related objects
-                prefetched.append(field.source)
-        elif (relation := _relation(model, field)) is not None:
-            (prefetched if isinstance(relation, ManyToManyField) else joined).append(relation.name)
+            source = field.source  # tags, tagged VLANs: lists of related objects
+            return Column(
+                name, lambda obj: [flat(item) for item in getattr(obj, source).all()], prefetch=source
+            )
+        return Column(name, lambda obj: _none_or(field, obj, flat), **loads)
+    if loads or getattr(stored, "concrete", False):
+        return Column(name, _as_rest(field), **loads)
+    return None
+
+
+def _loads(relation: Any) -> dict[str, str]:
+    return {"prefetch" if isinstance(relation, ManyToManyField) else "join": relation.name}
+
+
+def _loading(queryset: QuerySet[Any], columns: list[Column]) -> QuerySet[Any]:
+    """Join or prefetch the relations the columns render (one query each, not one per row). Not NetBox's
+    `get_prefetches_for_serializer`: it follows nested serializers into their own relations, which the
+    flat rows never render, and so loads more than the comparison reads."""
+    joined = [c.join for c in columns if c.join]
+    prefetched = [c.prefetch for c in columns if c.prefetch]
     if joined:
         queryset = queryset.select_related(*joined)
     if prefetched:
@@ -159,18 +175,6 @@ def _nested(field: serializers.Field) -> serializers.Field | None:
     if isinstance(shown_as, type) and issubclass(shown_as, serializers.ModelSerializer):
         return shown_as(nested=getattr(inner, "nested", True), context=inner.context)
     return None
-
-
-def _renderer(model: type[Model], field: serializers.Field) -> Render:
-    """How one requested field is rendered: related objects flat, everything else by its own field."""
-    nested = _nested(field)
-    if nested is None:
-        return _as_rest(field)
-    flat = _flat(nested)
-    if isinstance(field, serializers.ListSerializer | serializers.ManyRelatedField):
-        name = field.source
-        return lambda obj: [flat(item) for item in getattr(obj, name).all()]
-    return lambda obj: _none_or(field, obj, flat)
 
 
 def _as_rest(field: serializers.Field) -> Render:
@@ -200,10 +204,14 @@ def _flat(nested: serializers.Field) -> Render:
     for name, field in nested.fields.items():
         if name in LINK_FIELDS or name == "id" or field.write_only:
             continue
-        relation = _relation(model, field)
-        if relation is not None and not isinstance(relation, ManyToManyField):
-            linked.append((name, relation.attname))
-        elif relation is None and _nested(field) is None and _stored(model, field):
+        stored = _model_field(model, field)
+        if isinstance(stored, ForeignKey | OneToOneField):
+            linked.append((name, stored.attname))
+        elif (
+            not isinstance(stored, ManyToManyField)
+            and getattr(stored, "concrete", False)
+            and _nested(field) is None
+        ):
             plain.append((name, _as_rest(field)))
 
     def render(obj: Model) -> dict[str, Any]:
@@ -218,16 +226,21 @@ def _flat(nested: serializers.Field) -> Render:
     return render
 
 
-def _stored(model: type[Model], field: serializers.Field) -> bool:
-    """Whether a field renders a stored column of the model (not an annotation, a count or a method)."""
-    source = getattr(field, "source", None)
-    name = field.field_name if source in (None, "*") else source
+def _source(field: serializers.Field) -> Any:
+    return getattr(field, "source", None) or field.field_name
+
+
+def _model_field(model: type[Model], field: serializers.Field) -> Any:
+    """The model field a serializer field renders directly (a column or a relation), or None for an
+    annotation, a count, a method or a dotted path."""
+    source = _source(field)
+    name = field.field_name if source == "*" else source
     if not isinstance(name, str) or "." in name:
-        return False
+        return None
     try:
-        return bool(getattr(model._meta.get_field(name), "concrete", False))
+        return model._meta.get_field(name)
     except FieldDoesNotExist:
-        return False
+        return None
 
 
 def _whole(value: str | None, *, default: int, low: int, high: int) -> int | None:
