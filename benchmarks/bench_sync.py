@@ -266,6 +266,29 @@ async def plugin_hv_endpoint(config: NetBoxConfig, emu: Emulator) -> int:
         return int(row["id"])
 
 
+def hv_target(emu: Emulator, plugin_pk: int) -> HvTarget:
+    """The backend's record of the emulator, named for the plugin's record (so sidecars are written)."""
+    user, token = emu.token_id.split("!")
+    return HvTarget(
+        id=1,
+        name=f"bench (inv:{plugin_pk})",
+        host="127.0.0.1",
+        port=emu.port,
+        scheme="http",
+        api_url=emu.api_url,
+        username=user,
+        token_name=token,
+        access_methods=("token",),
+        verify_ssl=False,
+        enabled=True,
+        allow_template_builds=False,
+        timeout=60,
+        max_retries=1,
+        retry_backoff=0.5,
+        token_value=emu.token_secret,
+    )
+
+
 async def run_sync(
     config: NetBoxConfig, source: HvSource, stages: list[str], **options: Any
 ) -> dict[str, Any]:
@@ -319,26 +342,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         netbox_up(args.instance, args.port, fresh=previous is None), apply_path=args.path == "apply"
     )
     with emulator(args.emulator, args.vms) as emu:
-        user, token = emu.token_id.split("!")
         plugin_pk = await plugin_hv_endpoint(config, emu)
-        target = HvTarget(
-            id=1,
-            name=f"bench (inv:{plugin_pk})",
-            host="127.0.0.1",
-            port=emu.port,
-            scheme="http",
-            api_url=emu.api_url,
-            username=user,
-            token_name=token,
-            access_methods=("token",),
-            verify_ssl=False,
-            enabled=True,
-            allow_template_builds=False,
-            timeout=60,
-            max_retries=1,
-            retry_backoff=0.5,
-            token_value=emu.token_secret,
-        )
+        target = hv_target(emu, plugin_pk)
         client = ProxmoxClient(target)
         source = HvSource(1, target.name, client)
         headers = {"Authorization": f"PVEAPIToken={emu.token_id}={emu.token_secret}"}
