@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import platform
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -108,14 +107,9 @@ def plot(result: dict[str, Any], path: Path) -> None:
     names = ["rows route", "REST lists"]
     rows, rest = result["rows"], result["rest"]
     bars = left.bar(names, [rows["seconds"], rest["seconds"]], color=["#2196f3", "#9e9e9e"])
-    for bar, run in zip(bars, (rows, rest), strict=True):
-        left.annotate(
-            f"{run['objects_written']} writes, {run['read_requests']} reads",
-            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-            ha="center",
-            va="bottom",
-            fontsize=8,
-        )
+    bench_sync.label_bars(
+        left, bars, [f"{run['objects_written']} writes, {run['read_requests']} reads" for run in (rows, rest)]
+    )
     left.axhline(result["target_seconds"], color="red", linestyle="--", label="target 5 s")
     left.set_ylabel("seconds (median)")
     left.set_title(f"No-change resync, {result['vms']} VMs ({result['rest_to_rows']}x)", fontsize=9)
@@ -163,16 +157,7 @@ def main() -> int:
         result = asyncio.run(bench(args))
     finally:
         if not args.keep_netbox:
-            subprocess.run(
-                [
-                    sys.executable,
-                    str(bench_sync.REPO / "tools" / "netbox_instance.py"),
-                    "down",
-                    "--name",
-                    args.instance,
-                ],
-                check=False,
-            )
+            bench_sync.netbox_down(args.instance)
     RESULTS.mkdir(parents=True, exist_ok=True)
     result_path(args.vms, "json").write_text(json.dumps(result, indent=2) + "\n")
     plot(result, result_path(args.vms, "png"))

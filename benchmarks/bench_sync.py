@@ -177,6 +177,20 @@ def netbox_up(instance: str, port: int, fresh: bool = True) -> NetBoxConfig:
     return NetBoxConfig(url=env["NETBOX_URL"], auth_header=env["NETBOX_AUTH_HEADER"], timeout=120)
 
 
+def netbox_down(instance: str) -> None:
+    subprocess.run(
+        [sys.executable, str(REPO / "tools" / "netbox_instance.py"), "down", "--name", instance], check=False
+    )
+
+
+def label_bars(axes: Any, bars: Any, labels: list[str]) -> None:
+    """Write each label just above its bar."""
+    for bar, label in zip(bars, labels, strict=True):
+        axes.annotate(
+            label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8
+        )
+
+
 async def netbox_write_rate(config: NetBoxConfig, vms: int) -> dict[str, Any]:
     """NetBox's floor: the same object kinds written with the same list requests, no sync logic."""
     async with NetBoxClient(config) as nb:
@@ -493,14 +507,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     )
     right.plot([-0.4, 0.4], [10, 10], "r--")
     right.plot([0.6, 1.4], [2, 2], "r--", label="targets (10 s, 2 s)")
-    for bar, writes in zip(bars, [resync["objects_written"], one["objects_written"]], strict=True):
-        right.annotate(
-            f"{writes} writes",
-            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-            ha="center",
-            va="bottom",
-            fontsize=8,
-        )
+    label_bars(right, bars, [f"{run['objects_written']} writes" for run in (resync, one)])
     right.set_ylabel("seconds")
     right.set_title("Resyncs", fontsize=9)
     right.legend(fontsize=8)
@@ -534,10 +541,7 @@ def main() -> int:
         result = asyncio.run(bench(args))
     finally:
         if not args.keep_netbox:
-            subprocess.run(
-                [sys.executable, str(REPO / "tools" / "netbox_instance.py"), "down", "--name", args.instance],
-                check=False,
-            )
+            netbox_down(args.instance)
     RESULTS.mkdir(parents=True, exist_ok=True)
     result_path(args.vms, "json", args.path).write_text(json.dumps(result, indent=2) + "\n")
     plot(result, result_path(args.vms, "png", args.path))

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,16 +45,7 @@ def run_one(path: str, vms: int) -> dict[str, Any]:
     try:
         result = asyncio.run(bench_sync.bench(args))
     finally:
-        subprocess.run(
-            [
-                sys.executable,
-                str(bench_sync.REPO / "tools" / "netbox_instance.py"),
-                "down",
-                "--name",
-                args.instance,
-            ],
-            check=False,
-        )
+        bench_sync.netbox_down(args.instance)
     bench_sync.result_path(vms, "json", path).write_text(json.dumps(result, indent=2) + "\n")
     bench_sync.plot(result, bench_sync.result_path(vms, "png", path))
     return result
