@@ -431,3 +431,48 @@ def test_proxmox_changes_produce_exactly_the_expected_writes(
     assert changelog_count(netbox) > before
     # and the next run is quiet again
     assert backend.complete(FULL)["requests"]["netbox_writes"] == 0
+
+
+def test_disks_added_resized_and_removed_in_one_run_keep_the_vms_disk_total(
+    demo: tuple[Any, Backend], netbox: NetBox
+) -> None:
+    """NetBox sums a VM's disks into its `disk` in each transaction, and refuses the VM's next save if that
+    total is wrong. A run that creates, updates and deletes disks of one VM writes them one after another
+    (docs/apply-path.md), so the total matches and the VM can still be changed."""
+    emu, backend = demo
+    key = f"{identity()}|vm|105"
+    config = "nodes/pve3/qemu/105/config"
+
+    def vm_and_disks() -> tuple[dict[str, Any], dict[str, int]]:
+        [vm] = netbox.all("virtualization/virtual-machines", cf_hvsync_key=key)
+        disks = netbox.all("virtualization/virtual-disks", virtual_machine_id=vm["id"])
+        return vm, {d["name"]: d["size"] for d in disks}
+
+    pve(
+        emu,
+        "PUT",
+        config,
+        {"scsi1": "local-lvm:vm-105-disk-1,size=16G", "scsi2": "local-lvm:vm-105-disk-2,size=8G"},
+    )
+    done = backend.complete(FULL, delete_stale="true")
+    assert [s["summary"]["created"] for s in done["stages"] if s["stage"] == "vm-disks"] == [2]
+    pve(
+        emu,
+        "PUT",
+        config,
+        {"scsi1": "local-lvm:vm-105-disk-1,size=20G", "scsi3": "local-lvm:vm-105-disk-3,size=4G"},
+    )
+    pve(emu, "PUT", config, {"delete": "scsi2"})
+    done = backend.complete(FULL, delete_stale="true")
+    [disks_stage] = [s["summary"] for s in done["stages"] if s["stage"] == "vm-disks"]
+    assert (disks_stage["created"], disks_stage["updated"], disks_stage["deleted"]) == (1, 1, 1)
+    assert disks_stage["failed"] == 0
+    vm, disks = vm_and_disks()
+    assert disks == {"scsi0": 48 * 1024, "scsi1": 20 * 1024, "scsi3": 4 * 1024}
+    assert vm["disk"] == sum(disks.values())
+    # NetBox still takes the VM's next change (it refuses every save of a VM whose total is wrong)
+    pve(emu, "PUT", config, {"memory": "3072"})
+    done = backend.complete(FULL)
+    [vms_stage] = [s["summary"] for s in done["stages"] if s["stage"] == "virtual-machines"]
+    assert (vms_stage["updated"], vms_stage["failed"]) == (1, 0)
+    assert vm_and_disks()[0]["memory"] == 3072

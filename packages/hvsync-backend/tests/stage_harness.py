@@ -69,6 +69,8 @@ class MemoryNetBox:
     def __init__(self) -> None:
         self.rows: dict[str, dict[int, dict[str, Any]]] = {}
         self.writes: list[tuple[str, str, dict[str, Any]]] = []
+        #: (update or delete, path, the parents the stage named for grouping)
+        self.parents: list[tuple[str, str, Any]] = []
         self._ids = itertools.count(1)
 
     def prefetch(self, path: str, params: dict[str, Any] | None = None, **_: Any) -> None:
@@ -100,7 +102,8 @@ class MemoryNetBox:
             created.append(row)
         return created
 
-    async def bulk_update(self, path: str, items: Iterable[dict[str, Any]]) -> list[Any]:
+    async def bulk_update(self, path: str, items: Iterable[dict[str, Any]], parents: Any = None) -> list[Any]:
+        self.parents.append(("update", path, parents))
         out = []
         for item in items:
             self.rows[path][item["id"]].update(item)
@@ -108,7 +111,8 @@ class MemoryNetBox:
             out.append(self.rows[path][item["id"]])
         return out
 
-    async def bulk_delete(self, path: str, ids: Iterable[int]) -> list[Any]:
+    async def bulk_delete(self, path: str, ids: Iterable[int], parents: Any = None) -> list[Any]:
+        self.parents.append(("delete", path, parents))
         out = []
         for pk in ids:
             self.rows[path].pop(pk)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -246,24 +247,84 @@ async def test_the_disks_of_one_vm_are_written_in_one_batch(apply_path: bool) ->
 
 
 def test_batches_of_other_paths_are_cut_where_the_size_says() -> None:
-    from hvsync_backend.inventory.batching import batch_end, grouped_order
+    from hvsync_backend.inventory.batching import batch_end, grouped_order, parent_keys
 
     vms = [{"name": f"vm{i}", "cluster": 1} for i in range(5)]
-    assert grouped_order("virtualization/virtual-machines", vms) == [0, 1, 2, 3, 4]
-    assert batch_end("virtualization/virtual-machines", vms, 0, 2) == 2
+    keys = parent_keys("virtualization/virtual-machines", vms)
+    assert keys == [None] * 5 and grouped_order(keys) == [0, 1, 2, 3, 4] and batch_end(keys, 0, 2) == 2
     updates = [{"id": i, "size": 5} for i in range(5)]  # no parent named: nothing is grouped
-    assert grouped_order("virtualization/virtual-disks", updates) == [0, 1, 2, 3, 4]
-    assert batch_end("virtualization/virtual-disks", updates, 0, 2) == 2
+    keys = parent_keys("virtualization/virtual-disks", updates)
+    assert grouped_order(keys) == [0, 1, 2, 3, 4] and batch_end(keys, 0, 2) == 2
+    # the stage names each update's VM as read: then they are grouped like creates
+    keys = parent_keys("virtualization/virtual-disks", updates, [{"id": 7}, 8, {"id": 7}, None, 8])
+    assert keys == ["7", "8", "7", None, "8"] and grouped_order(keys) == [0, 2, 1, 4, 3]
 
 
 def test_a_batch_never_outgrows_its_size_to_keep_a_vm_whole() -> None:
     """A change set holds at most max_operations: a VM's disks that straddle the size end the batch
     before them, and only a VM with more disks than the size gets a batch of its own that long."""
-    from hvsync_backend.inventory.batching import batch_end
+    from hvsync_backend.inventory.batching import batch_end, parent_keys
 
     disks = [{"virtual_machine": vm, "name": f"scsi{n}"} for vm in (1, 2, 3) for n in range(3)]
-    path = "virtualization/virtual-disks"
-    assert batch_end(path, disks, 0, 4) == 3  # VM 2's disks would straddle 4: the batch ends after VM 1
-    assert batch_end(path, disks, 3, 4) == 6
-    assert batch_end(path, disks, 0, 6) == 6 and batch_end(path, disks, 6, 6) == 9
-    assert batch_end(path, disks, 0, 2) == 3  # one VM alone outnumbers the size: its disks stay whole
+    keys = parent_keys("virtualization/virtual-disks", disks)
+    assert batch_end(keys, 0, 4) == 3  # VM 2's disks would straddle 4: the batch ends after VM 1
+    assert batch_end(keys, 3, 4) == 6
+    assert batch_end(keys, 0, 6) == 6 and batch_end(keys, 6, 6) == 9
+    assert batch_end(keys, 0, 2) == 3  # one VM alone outnumbers the size: its disks stay whole
+
+
+@pytest.mark.parametrize("apply_path", [True, False])
+@pytest.mark.parametrize("method", ["PATCH", "DELETE"])
+async def test_updates_and_deletes_of_one_vms_disks_share_a_batch_when_the_vm_is_named(
+    apply_path: bool, method: str
+) -> None:
+    """An update or a delete carries no VM; the stage names it (`parents`) so one VM's disk writes do not
+    run in two concurrent transactions, each writing its own sum into the VM."""
+    fake = FakePlugin(offer={**OFFER, "paths": ["virtualization/virtual-disks"]})
+    ids = list(range(1, 22))
+    vm_of = {pk: {"id": 1 + pk % 7} for pk in ids}  # three disks per VM, interleaved
+    async with client(fake, apply_chunk=4, write_chunk=4, apply_path=apply_path) as nb:
+        if method == "PATCH":
+            await nb.bulk_update(
+                "virtualization/virtual-disks",
+                [{"id": pk, "size": 5} for pk in ids],
+                [vm_of[pk] for pk in ids],
+            )
+        else:
+            await nb.bulk_delete("virtualization/virtual-disks", ids, [vm_of[pk] for pk in ids])
+    if apply_path:
+        batches = [[op.get("id") for op in body["operations"]] for body in fake.posts()]
+    else:
+        batches = [
+            [item["id"] for item in body]
+            for m, path, body in fake.requests
+            if (m, path) == (method, "/api/virtualization/virtual-disks/")
+        ]
+    assert len(batches) > 1 and sorted(pk for b in batches for pk in b) == ids
+    for vm in range(1, 8):
+        assert sum(any(vm_of[pk]["id"] == vm for pk in batch) for batch in batches) == 1, (vm, batches)
+
+
+async def test_rest_singles_of_a_summed_path_go_one_after_another() -> None:
+    """NetBox refused a REST list of disks: the objects are sent one by one to find the bad one, and on a
+    path NetBox sums into a parent not at once (two of one VM's disks would race for its total)."""
+    in_flight, most = 0, 0
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal in_flight, most
+        body = json.loads(request.content)
+        if len(body) > 1:
+            return httpx.Response(400, json=[{}, {"size": ["bad"]}, {}])
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        if body[0]["name"] == "scsi1":
+            return httpx.Response(400, json=[{"size": ["bad"]}])
+        return httpx.Response(201, json=[{"id": 10, **body[0]}])
+
+    disks = [{"virtual_machine": 1, "name": f"scsi{n}", "size": 8} for n in range(3)]
+    async with mock_client(handler, apply_path=False) as nb:
+        results = await nb.bulk_create("virtualization/virtual-disks", disks)
+    assert most == 1
+    assert [isinstance(r, NetBoxHTTPError) for r in results] == [False, True, False]

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 import pytest
+from hvsync_backend.inventory.batching import parent_keys
 from hvsync_backend.sync.registry import BY_SLUG, STAGES
 from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
 from stage_harness import MemoryNetBox, emulator_source, run_context
@@ -222,3 +223,84 @@ async def test_a_storage_restricted_to_some_nodes_is_on_those_nodes_only(pve_emu
     on_pve3 = {r["storage"]: r for r in proxmox(emu, "/nodes/pve3/storage")}["local-lvm"]
     assert records["local-lvm"]["total"] == on_pve3["total"] > 0
     assert sorted(node_name[i] for i in records["ceph-vm"]["nodes"]) == ["pve1", "pve2", "pve3"]
+
+
+class OneWriteAtATime(MemoryNetBox):
+    """MemoryNetBox whose writes take a moment, recording any two writes of one path that overlap."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.busy: dict[str, int] = {}
+        self.overlapped: set[str] = set()
+
+    async def _hold(self, path: str) -> None:
+        import asyncio
+
+        self.busy[path] = self.busy.get(path, 0) + 1
+        if self.busy[path] > 1:
+            self.overlapped.add(path)
+        await asyncio.sleep(0.01)
+        self.busy[path] -= 1
+
+    async def bulk_create(self, path: str, items: Any) -> list[Any]:
+        items = list(items)
+        if items:
+            await self._hold(path)
+        return await super().bulk_create(path, items)
+
+    async def bulk_update(self, path: str, items: Any, parents: Any = None) -> list[Any]:
+        items = list(items)
+        if items:
+            await self._hold(path)
+        return await super().bulk_update(path, items, parents)
+
+    async def bulk_delete(self, path: str, ids: Any, parents: Any = None) -> list[Any]:
+        ids = list(ids)
+        if ids:
+            await self._hold(path)
+        return await super().bulk_delete(path, ids, parents)
+
+
+async def test_a_vms_disk_creates_updates_and_deletes_never_run_at_once(pve_emulator):
+    """NetBox sums a VM's disks into the VM in each transaction, so a disk added, one resized and one
+    removed in the same run must not be written by concurrent requests (the later commit's sum would
+    win and NetBox would refuse the VM's next save). The stage writes them one after another and names
+    each update's and delete's VM, so the client keeps one VM's disks in one batch."""
+    netbox = OneWriteAtATime()
+    netbox.rows[PLUGIN_ENDPOINTS] = {1: {"id": 1, "name": "emu (inv:1)", "backend_id": 1}}
+    await run_stages(new_run(pve_emulator, netbox))
+    path = "virtualization/virtual-disks"
+    disks = netbox.rows[path]
+    vm_id, owned = next(
+        (vm, ids)
+        for vm in {d["virtual_machine"] for d in disks.values()}
+        if len(ids := [pk for pk, d in disks.items() if d["virtual_machine"] == vm]) >= 2
+    )
+    resized, removed = owned[0], owned[1]
+    disks[resized]["size"] += 1024  # NetBox drifted: the sync puts Proxmox's size back
+    gone_key = disks.pop(removed)["custom_fields"]["hvsync_key"]  # the sync creates it again
+    stale = {**disks[resized], "id": 9999, "name": "scsi29"}
+    stale["custom_fields"] = {
+        "hvsync_key": stale["custom_fields"]["hvsync_key"].rsplit("|", 1)[0] + "|scsi29"
+    }
+    disks[9999] = stale  # no longer in Proxmox: deleted with delete_stale
+    written, netbox.overlapped = len(netbox.writes), set()
+
+    results = await run_stages(
+        new_run(pve_emulator, netbox, delete_stale=True), ["devices", "virtual-machines", "vm-disks"]
+    )
+
+    disk_writes = [(action, item) for action, p, item in netbox.writes[written:] if p == path]
+    assert [a for a, _ in disk_writes] == ["create", "update", "delete"], disk_writes
+    assert disk_writes[0][1]["custom_fields"]["hvsync_key"] == gone_key
+    assert disk_writes[1][1]["id"] == resized and disk_writes[2][1] == {"id": 9999}
+    assert (results["vm-disks"].created, results["vm-disks"].updated, results["vm-disks"].deleted) == (
+        1,
+        1,
+        1,
+    )
+    assert path not in netbox.overlapped
+    named = {action: parents for action, p, parents in netbox.parents if p == path}
+    assert (
+        parent_keys(path, [{}], named["update"]) == parent_keys(path, [{}], named["delete"]) == [str(vm_id)]
+    )

@@ -42,54 +42,62 @@ class BatchSizer:
 
 
 #: Paths whose objects NetBox sums into a parent inside each transaction: a VM's `disk` is recomputed from
-#: the disks that transaction sees. Two batches adding disks to one VM at once each write their own sum,
+#: the disks that transaction sees. Two batches writing disks of one VM at once each write their own sum,
 #: the later commit wins, and NetBox then refuses that VM's next save ("disk size must match the
-#: aggregate"). So a parent's children always travel in one batch.
+#: aggregate"). So a parent's children always travel in one batch (creates, updates and deletes alike),
+#: and a stage writes such a path's creates, updates and deletes one after another (sync/framework.py).
 SUMMED_INTO_PARENT = {"virtualization/virtual-disks": "virtual_machine"}
 
 
-def _parent(item: Mapping[str, Any], link: str | None) -> str | None:
-    value = item.get(link) if link else None
+def _key(value: Any) -> str | None:
     if isinstance(value, Mapping):
         value = value.get("id", value.get("$ref"))
     return None if value is None else str(value)
 
 
-def grouped_order(path: str, items: Sequence[Mapping[str, Any]]) -> list[int]:
-    """The order to write `items` in: the children of one summed parent next to each other, everything
-    else as given (a stable sort, so the first child of each parent keeps its place)."""
+def parent_keys(
+    path: str, items: Sequence[Mapping[str, Any]], parents: Sequence[Any] | None = None
+) -> list[str | None]:
+    """The parent NetBox sums each item into (None: none, or a path that sums nothing). A create names
+    its parent; an update or a delete does not, so its caller gives `parents` (the objects as read)."""
     link = SUMMED_INTO_PARENT.get(path)
     if link is None:
-        return list(range(len(items)))
+        return [None] * len(items)
+    if parents is not None:
+        return [_key(parent) for parent in parents]
+    return [_key(item.get(link)) for item in items]
+
+
+def grouped_order(keys: Sequence[str | None]) -> list[int]:
+    """The order to write items with these parent keys in: the children of one parent next to each
+    other, everything else as given (a stable sort, so the first child of each parent keeps its place)."""
     first: dict[str, int] = {}
-    for index, item in enumerate(items):
-        parent = _parent(item, link)
-        if parent is not None:
-            first.setdefault(parent, index)
+    for index, key in enumerate(keys):
+        if key is not None:
+            first.setdefault(key, index)
 
     def place(index: int) -> int:
-        parent = _parent(items[index], link)
-        return index if parent is None else first[parent]
+        key = keys[index]
+        return index if key is None else first[key]
 
-    return sorted(range(len(items)), key=place)
+    return sorted(range(len(keys)), key=place)
 
 
-def batch_end(path: str, items: Sequence[Mapping[str, Any]], start: int, size: int) -> int:
+def batch_end(keys: Sequence[str | None], start: int, size: int) -> int:
     """Where the batch that starts at `start` ends: after at most `size` items, earlier when that would
-    split the children of one summed parent (items in `grouped_order`). Only a parent whose children
-    alone outnumber `size` makes a longer batch."""
-    end = min(len(items), start + size)
-    link = SUMMED_INTO_PARENT.get(path)
-    if link is None or end >= len(items):
+    split the children of one parent (`keys` in `grouped_order`). Only a parent whose children alone
+    outnumber `size` makes a longer batch."""
+    end = min(len(keys), start + size)
+    if end >= len(keys):
         return end
-    parent = _parent(items[end], link)
-    if parent is None or parent != _parent(items[end - 1], link):
+    parent = keys[end]
+    if parent is None or parent != keys[end - 1]:
         return end
     back = end
-    while back > start and _parent(items[back - 1], link) == parent:
+    while back > start and keys[back - 1] == parent:
         back -= 1
     if back > start:
         return back
-    while end < len(items) and _parent(items[end], link) == parent:
+    while end < len(keys) and keys[end] == parent:
         end += 1
     return end

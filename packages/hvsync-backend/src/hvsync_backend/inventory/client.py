@@ -14,14 +14,20 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from hvsync_backend.inventory.apply_path import ApplyOffer, change_set, is_outcome
-from hvsync_backend.inventory.batching import BatchSizer, batch_end, grouped_order
+from hvsync_backend.inventory.batching import (
+    SUMMED_INTO_PARENT,
+    BatchSizer,
+    batch_end,
+    grouped_order,
+    parent_keys,
+)
 from hvsync_backend.inventory.errors import (
     NetBoxAuthError,
     NetBoxError,
@@ -123,6 +129,14 @@ class WriteStats:
     @property
     def objects_written(self) -> int:
         return self.created + self.updated + self.deleted
+
+
+async def one_by_one(path: str, writes: list[Coroutine[Any, Any, Any]]) -> list[Any]:
+    """Single-object writes: concurrent, except on a path NetBox sums into a parent, where concurrent
+    transactions would each write their own sum (`batching.SUMMED_INTO_PARENT`): those go in order."""
+    if path.strip("/") in SUMMED_INTO_PARENT:
+        return [await write for write in writes]
+    return list(await asyncio.gather(*writes))
 
 
 class NetBoxClient:
@@ -409,21 +423,27 @@ class NetBoxClient:
         return results
 
     async def bulk_update(
-        self, path: str, items: Sequence[dict[str, Any]]
+        self, path: str, items: Sequence[dict[str, Any]], parents: Sequence[Any] | None = None
     ) -> list[dict[str, Any] | NetBoxError]:
-        """PATCH objects (each item carries `id`) with list requests."""
-        results = await self._write_interfaces("PATCH", path, list(items))
+        """PATCH objects (each item carries `id`) with list requests. `parents`: on a path NetBox sums
+        into a parent (`batching.SUMMED_INTO_PARENT`), each object's parent as read, so one parent's
+        children share a batch."""
+        results = await self._write_interfaces("PATCH", path, list(items), parents)
         self.stats.updated += sum(1 for r in results if not isinstance(r, NetBoxError))
         return results
 
-    async def bulk_delete(self, path: str, ids: Iterable[int]) -> list[NetBoxError | None]:
-        """DELETE objects by id with list requests."""
-        results = await self._bulk("DELETE", path, [{"id": i} for i in ids])
+    async def bulk_delete(
+        self, path: str, ids: Iterable[int], parents: Sequence[Any] | None = None
+    ) -> list[NetBoxError | None]:
+        """DELETE objects by id with list requests (`parents` as for `bulk_update`)."""
+        results = await self._bulk("DELETE", path, [{"id": i} for i in ids], parents)
         out: list[NetBoxError | None] = [r if isinstance(r, NetBoxError) else None for r in results]
         self.stats.deleted += sum(1 for r in out if r is None)
         return out
 
-    async def _write_interfaces(self, method: str, path: str, items: list[dict[str, Any]]) -> list[Any]:
+    async def _write_interfaces(
+        self, method: str, path: str, items: list[dict[str, Any]], parents: Sequence[Any] | None = None
+    ) -> list[Any]:
         """A bulk create or update; interfaces' `mac_address` is written as 4.7 writes it on releases
         whose interfaces ignore it (see `releases`)."""
         if (
@@ -431,7 +451,7 @@ class NetBoxClient:
             or not any("mac_address" in item for item in items)
             or (await self.release()).interface_mac_shortcut
         ):
-            return await self._bulk(method, path, items)
+            return await self._bulk(method, path, items, parents)
         plain = [{k: v for k, v in item.items() if k != "mac_address"} for item in items]
         send = [i for i, item in enumerate(plain) if method == "POST" or len(item) > 1]
         results: list[Any] = [dict(item) for item in plain]  # a MAC-only update writes no other field
@@ -451,7 +471,9 @@ class NetBoxClient:
                     results[i] = errors[int(result["id"])]
         return results
 
-    async def _bulk(self, method: str, path: str, items: list[dict[str, Any]]) -> list[Any]:
+    async def _bulk(
+        self, method: str, path: str, items: list[dict[str, Any]], parents: Sequence[Any] | None = None
+    ) -> list[Any]:
         """Write `items` in batches, a few at a time; result i answers item i (object, None or error)."""
         if not items:
             return []
@@ -460,8 +482,10 @@ class NetBoxClient:
         applied = offer is not None and path in offer.paths
         sizer = self.apply_sizer if applied else self.rest_sizer
         write = self._apply_chunk if applied else self._write_chunk
-        order = grouped_order(path, items)  # children NetBox sums into one parent share a batch
+        keys = parent_keys(path, items, parents)
+        order = grouped_order(keys)  # children NetBox sums into one parent share a batch
         ordered = [items[i] for i in order]
+        ordered_keys = [keys[i] for i in order]
         answers: list[Any] = [None] * len(ordered)
         cursor = 0
 
@@ -469,7 +493,7 @@ class NetBoxClient:
             nonlocal cursor
             while cursor < len(ordered):
                 start = cursor
-                cursor = end = batch_end(path, ordered, start, sizer.take(len(ordered) - start))
+                cursor = end = batch_end(ordered_keys, start, sizer.take(len(ordered) - start))
                 async with self._writes:
                     answers[start:end] = await write(method, path, ordered[start:end], sizer)
 
@@ -506,8 +530,8 @@ class NetBoxClient:
                     [self._item_error(exc, 0)] * len(chunk) if len(chunk) > 1 else [self._item_error(exc, 0)]
                 )
             # One bad object rejects the whole list: retry one by one to isolate it.
-            singles = await asyncio.gather(
-                *(self._write_chunk(method, path, [item], sizer) for item in chunk)
+            singles = await one_by_one(
+                path, [self._write_chunk(method, path, [item], sizer) for item in chunk]
             )
             return [s[0] for s in singles]
         if method == "DELETE":
@@ -527,8 +551,7 @@ class NetBoxClient:
         if method == "PATCH":
             return await self._retry_once(method, path, chunk, exc, sizer)
         if method == "DELETE":
-            answers = await asyncio.gather(*(self._delete_again(path, item, exc) for item in chunk))
-            return list(answers)
+            return await one_by_one(path, [self._delete_again(path, item, exc) for item in chunk])
         keys = [(item.get("custom_fields") or {}).get(KEY_FIELD) for item in chunk]
         if not all(isinstance(k, str) and k for k in keys):
             return [exc] * len(chunk)

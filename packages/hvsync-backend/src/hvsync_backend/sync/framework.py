@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from hvsync_backend.inventory.batching import SUMMED_INTO_PARENT
 from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.reconcile import Current, Desired, Plan, diff_fields, make_plan
@@ -205,11 +206,18 @@ async def run_kind(kind: Kind, ctx: SyncContext, counts: Counts) -> Plan:
 async def write_plan(kind: Kind, ctx: SyncContext, plan: Plan, part: Counts, ids: dict[str, int]) -> None:
     creates = [managed_payload(d, kind.key_field) for d in plan.create]
     updates = [{"id": u.id, **u.changes} for u in plan.update]
-    created, updated, deleted = await asyncio.gather(
-        ctx.netbox.bulk_create(kind.path, creates),
-        ctx.netbox.bulk_update(kind.path, updates),
-        ctx.netbox.bulk_delete(kind.path, [c.id for c in plan.delete]),
-    )
+    gone = [c.id for c in plan.delete]
+    link = SUMMED_INTO_PARENT.get(kind.path)
+    if link is None:
+        created, updated, deleted = await asyncio.gather(
+            ctx.netbox.bulk_create(kind.path, creates),
+            ctx.netbox.bulk_update(kind.path, updates),
+            ctx.netbox.bulk_delete(kind.path, gone),
+        )
+    else:  # NetBox sums these into their parent per transaction: one parent's writes never run at once
+        created = await ctx.netbox.bulk_create(kind.path, creates)
+        updated = await ctx.netbox.bulk_update(kind.path, updates, [u.current.get(link) for u in plan.update])
+        deleted = await ctx.netbox.bulk_delete(kind.path, gone, [c.data.get(link) for c in plan.delete])
     for want, result in zip(plan.create, created, strict=True):
         if isinstance(result, NetBoxError):
             part.failed += 1

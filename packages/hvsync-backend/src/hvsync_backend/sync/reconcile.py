@@ -39,6 +39,8 @@ class Update:
     label: str
     changes: dict[str, Any]
     before: dict[str, Any]
+    #: the object as read (its parent, for writes NetBox sums into one: inventory/batching.py)
+    current: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -128,7 +130,7 @@ def make_plan(
         changes = diff_fields(want.payload, have.data)
         if changes:
             before = {k: normalise(have.data.get(k)) for k in changes}
-            plan.update.append(Update(key, have.id, want.label, changes, before))
+            plan.update.append(Update(key, have.id, want.label, changes, before, have.data))
         else:
             plan.unchanged.append(have)
     for key, have in current.items():
