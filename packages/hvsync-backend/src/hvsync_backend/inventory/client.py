@@ -14,8 +14,9 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import httpx
@@ -131,12 +132,13 @@ class WriteStats:
         return self.created + self.updated + self.deleted
 
 
-async def one_by_one(path: str, writes: list[Coroutine[Any, Any, Any]]) -> list[Any]:
+async def one_by_one(path: str, writes: list[Callable[[], Awaitable[Any]]]) -> list[Any]:
     """Single-object writes: concurrent, except on a path NetBox sums into a parent, where concurrent
-    transactions would each write their own sum (`batching.SUMMED_INTO_PARENT`): those go in order."""
+    transactions would each write their own sum (`batching.SUMMED_INTO_PARENT`): those go in order.
+    Each write is started only when it runs, so a cancelled run leaves no coroutine unawaited."""
     if path.strip("/") in SUMMED_INTO_PARENT:
-        return [await write for write in writes]
-    return list(await asyncio.gather(*writes))
+        return [await write() for write in writes]
+    return list(await asyncio.gather(*(write() for write in writes)))
 
 
 class NetBoxClient:
@@ -531,7 +533,7 @@ class NetBoxClient:
                 )
             # One bad object rejects the whole list: retry one by one to isolate it.
             singles = await one_by_one(
-                path, [self._write_chunk(method, path, [item], sizer) for item in chunk]
+                path, [partial(self._write_chunk, method, path, [item], sizer) for item in chunk]
             )
             return [s[0] for s in singles]
         if method == "DELETE":
@@ -551,7 +553,7 @@ class NetBoxClient:
         if method == "PATCH":
             return await self._retry_once(method, path, chunk, exc, sizer)
         if method == "DELETE":
-            return await one_by_one(path, [self._delete_again(path, item, exc) for item in chunk])
+            return await one_by_one(path, [partial(self._delete_again, path, item, exc) for item in chunk])
         keys = [(item.get("custom_fields") or {}).get(KEY_FIELD) for item in chunk]
         if not all(isinstance(k, str) and k for k in keys):
             return [exc] * len(chunk)
