@@ -72,7 +72,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                 raise SystemExit(f"the initial sync failed: {initial['errors']}")
             runs: dict[str, list[dict[str, Any]]] = {reads: [] for reads in READS}
             for round_ in range(args.rounds):
-                for reads, apply_path in READS.items():
+                order = list(READS.items())  # each route goes first in every other round
+                for reads, apply_path in order if round_ % 2 == 0 else order[::-1]:
                     run = await bench_sync.run_sync(
                         replace(config, apply_path=apply_path),
                         HvSource(1, target.name, client),

@@ -30,7 +30,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +42,14 @@ from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.proxmox import HvSource
 from hvsync_backend.sync.registry import BY_SLUG
 from hvsync_backend.sync.runner import execute
-from pve_emulator.config import DEFAULT_TOKEN_ID, DEFAULT_TOKEN_SECRET
-from pve_emulator.testing import running_emulator
+from pve_emulator.config import DEFAULT_PASSWORD, DEFAULT_TOKEN_ID, DEFAULT_TOKEN_SECRET
+from pve_emulator.testing import EmulatorHandle, running_emulator
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(REPO / "packages" / "hvsync-backend" / "tests"))
 from netbox_instance import read_env  # noqa: E402 - the env file's one reader, beside its writer
+from stage_harness import emu_target  # noqa: E402 - the emulator as a backend target, as the tests make it
 
 RESULTS = REPO / "benchmarks" / "results"
 CORE = [
@@ -62,24 +64,13 @@ CORE = [
 ONE_VM = ["devices", "virtual-machines", "vm-disks", "vm-interfaces", "ip-addresses"]
 
 
-@dataclass
-class Emulator:
-    port: int
-    token_id: str
-    token_secret: str
-
-    @property
-    def api_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/api2/json"
-
-
 @contextmanager
-def emulator(mode: str, vms: int) -> Iterator[Emulator]:
+def emulator(mode: str, vms: int) -> Iterator[EmulatorHandle]:
     """The `large` scenario, in its own process (as a real Proxmox is: not sharing the backend's CPU
     and GIL) or, with `inprocess`, in a thread of this process (the emulator's test helper)."""
     if mode == "inprocess":
         with running_emulator(scenario="large", vms=vms, response_cache=True) as emu:
-            yield Emulator(emu.port, emu.token_id, emu.token_secret)
+            yield emu
         return
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -87,7 +78,17 @@ def emulator(mode: str, vms: int) -> Iterator[Emulator]:
     command = ["serve", "--scenario", "large", "--vms", str(vms), "--host", "127.0.0.1", "--port", str(port)]
     with tempfile.NamedTemporaryFile("w", prefix="bench-sync-emulator-", suffix=".log", delete=False) as log:
         proc = subprocess.Popen([sys.executable, "-m", "pve_emulator", *command], stdout=log, stderr=log)
-        emu = Emulator(port, DEFAULT_TOKEN_ID, DEFAULT_TOKEN_SECRET)
+        emu = EmulatorHandle(
+            "127.0.0.1",
+            port,
+            "http",
+            "root@pam",
+            DEFAULT_PASSWORD,
+            DEFAULT_TOKEN_ID,
+            DEFAULT_TOKEN_SECRET,
+            verify=False,
+            app=None,
+        )
         try:
             deadline = time.monotonic() + 120
             while True:
@@ -253,7 +254,7 @@ async def netbox_write_rate(config: NetBoxConfig, vms: int) -> dict[str, Any]:
     }
 
 
-async def plugin_hv_endpoint(config: NetBoxConfig, emu: Emulator) -> int:
+async def plugin_hv_endpoint(config: NetBoxConfig, emu: EmulatorHandle) -> int:
     """The plugin's record of the bench endpoint, as the plugin would push it: with it the stages write
     the plugin's records and every sync-state sidecar, as in production (without it they skip them)."""
     user, token = emu.token_id.split("!")
@@ -280,27 +281,9 @@ async def plugin_hv_endpoint(config: NetBoxConfig, emu: Emulator) -> int:
         return int(row["id"])
 
 
-def hv_target(emu: Emulator, plugin_pk: int) -> HvTarget:
+def hv_target(emu: EmulatorHandle, plugin_pk: int) -> HvTarget:
     """The backend's record of the emulator, named for the plugin's record (so sidecars are written)."""
-    user, token = emu.token_id.split("!")
-    return HvTarget(
-        id=1,
-        name=f"bench (inv:{plugin_pk})",
-        host="127.0.0.1",
-        port=emu.port,
-        scheme="http",
-        api_url=emu.api_url,
-        username=user,
-        token_name=token,
-        access_methods=("token",),
-        verify_ssl=False,
-        enabled=True,
-        allow_template_builds=False,
-        timeout=60,
-        max_retries=1,
-        retry_backoff=0.5,
-        token_value=emu.token_secret,
-    )
+    return emu_target(emu, name=f"bench (inv:{plugin_pk})", timeout=60, retry_backoff=0.5)
 
 
 async def run_sync(

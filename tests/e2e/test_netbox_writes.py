@@ -16,6 +16,12 @@ from fault_proxy import Fault, FaultProxy
 
 CHANGE_SETS = "/api/plugins/hvsync/change-sets/"
 VMS = "virtualization/virtual-machines"
+#: The client aims each answer at a quarter of its timeout (at least 1 s) and halves its batches after a
+#: slower one. The proxy's delay sits just over that target, so every answer is slow, and the timeout leaves
+#: NetBox seconds more for the real work of four concurrent 16-VM batches (a 4 s timeout left 2.8 s, which a
+#: busy CI machine missed).
+TIMEOUT = 10.0
+DELAY = TIMEOUT / 4 + 0.2
 
 
 @pytest.fixture
@@ -45,11 +51,11 @@ async def test_a_slow_netbox_gets_smaller_batches_and_every_object_once(
 ) -> None:
     proxy = FaultProxy(netbox.url).start()
     slowed = CHANGE_SETS if apply_path else f"/api/{VMS}/"
-    proxy.set(slowed, Fault("slow", seconds=1.2, method="POST"))
+    proxy.set(slowed, Fault("slow", seconds=DELAY, method="POST"))
     config = NetBoxConfig(
         url=proxy.url,
         auth_header=netbox.auth_header,
-        timeout=4.0,
+        timeout=TIMEOUT,
         apply_chunk=16,
         write_chunk=16,
         apply_path=apply_path,
@@ -64,7 +70,7 @@ async def test_a_slow_netbox_gets_smaller_batches_and_every_object_once(
     assert [r for r in results if not isinstance(r, dict)] == []
     sizes = [size for size, _ in sizer.history]
     assert sizes[:4] == [16, 16, 16, 16] and max(sizes[4:]) <= 8, sizer.history  # answers > target: halved
-    assert sum(sizes) == 100 and all(seconds >= 1.2 for _, seconds in sizer.history)
+    assert sum(sizes) == 100 and all(seconds >= DELAY for _, seconds in sizer.history)
     posts = [h for h in proxy.hits if h.method == "POST"]
     assert all(h.path.startswith(slowed) for h in posts) and len(posts) == len(sizes)
     landed = netbox.all(f"{VMS}/", cluster_id=cluster_id)

@@ -6,6 +6,7 @@ what each stage asks NetBox to hold (objects, identity keys, links) and that a s
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -234,8 +235,6 @@ class OneWriteAtATime(MemoryNetBox):
         self.overlapped: set[str] = set()
 
     async def _hold(self, path: str) -> None:
-        import asyncio
-
         self.busy[path] = self.busy.get(path, 0) + 1
         if self.busy[path] > 1:
             self.overlapped.add(path)

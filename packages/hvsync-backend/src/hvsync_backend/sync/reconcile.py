@@ -38,9 +38,13 @@ class Update:
     id: int
     label: str
     changes: dict[str, Any]
-    before: dict[str, Any]
     #: the object as read (its parent, for writes NetBox sums into one: inventory/batching.py)
-    current: Mapping[str, Any] = field(default_factory=dict)
+    current: Mapping[str, Any]
+
+    @property
+    def before(self) -> dict[str, Any]:
+        """The changed fields as NetBox holds them now (in write shape), for the dry-run plan."""
+        return {k: normalise(self.current.get(k)) for k in self.changes}
 
 
 @dataclass
@@ -129,8 +133,7 @@ def make_plan(
             continue
         changes = diff_fields(want.payload, have.data)
         if changes:
-            before = {k: normalise(have.data.get(k)) for k in changes}
-            plan.update.append(Update(key, have.id, want.label, changes, before, have.data))
+            plan.update.append(Update(key, have.id, want.label, changes, have.data))
         else:
             plan.unchanged.append(have)
     for key, have in current.items():
