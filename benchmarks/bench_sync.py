@@ -42,7 +42,7 @@ from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.proxmox import HvSource
 from hvsync_backend.sync.registry import BY_SLUG
 from hvsync_backend.sync.runner import execute
-from pve_emulator.config import DEFAULT_PASSWORD, DEFAULT_TOKEN_ID, DEFAULT_TOKEN_SECRET
+from pve_emulator.config import DEFAULT_PASSWORD, DEFAULT_TOKEN_ID, DEFAULT_TOKEN_SECRET, DEFAULT_USER
 from pve_emulator.testing import EmulatorHandle, running_emulator
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,15 +79,15 @@ def emulator(mode: str, vms: int) -> Iterator[EmulatorHandle]:
     with tempfile.NamedTemporaryFile("w", prefix="bench-sync-emulator-", suffix=".log", delete=False) as log:
         proc = subprocess.Popen([sys.executable, "-m", "pve_emulator", *command], stdout=log, stderr=log)
         emu = EmulatorHandle(
-            "127.0.0.1",
-            port,
-            "http",
-            "root@pam",
-            DEFAULT_PASSWORD,
-            DEFAULT_TOKEN_ID,
-            DEFAULT_TOKEN_SECRET,
+            host="127.0.0.1",
+            port=port,
+            scheme="http",
+            user=DEFAULT_USER,
+            password=DEFAULT_PASSWORD,
+            token_id=DEFAULT_TOKEN_ID,
+            token_secret=DEFAULT_TOKEN_SECRET,
             verify=False,
-            app=None,
+            app=None,  # in another process: no live state to inspect
         )
         try:
             deadline = time.monotonic() + 120

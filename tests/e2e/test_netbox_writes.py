@@ -16,12 +16,10 @@ from fault_proxy import Fault, FaultProxy
 
 CHANGE_SETS = "/api/plugins/hvsync/change-sets/"
 VMS = "virtualization/virtual-machines"
-#: The client aims each answer at a quarter of its timeout (at least 1 s) and halves its batches after a
-#: slower one. The proxy's delay sits just over that target, so every answer is slow, and the timeout leaves
-#: NetBox seconds more for the real work of four concurrent 16-VM batches (a 4 s timeout left 2.8 s, which a
-#: busy CI machine missed).
+#: The proxy delays each write just past the client's answer target (its sizer's `target_seconds`, a quarter
+#: of this), so every answer is slow; the rest of the timeout is NetBox's for the real work of four
+#: concurrent 16-VM batches (7.3 s here; a 4 s timeout left 2.8 s, which a busy CI machine missed).
 TIMEOUT = 10.0
-DELAY = TIMEOUT / 4 + 0.2
 
 
 @pytest.fixture
@@ -51,7 +49,6 @@ async def test_a_slow_netbox_gets_smaller_batches_and_every_object_once(
 ) -> None:
     proxy = FaultProxy(netbox.url).start()
     slowed = CHANGE_SETS if apply_path else f"/api/{VMS}/"
-    proxy.set(slowed, Fault("slow", seconds=DELAY, method="POST"))
     config = NetBoxConfig(
         url=proxy.url,
         auth_header=netbox.auth_header,
@@ -63,14 +60,16 @@ async def test_a_slow_netbox_gets_smaller_batches_and_every_object_once(
     names = [f"slow-{cluster_id}-{i}" for i in range(100)]
     try:
         async with NetBoxClient(config) as nb:
-            results = await nb.bulk_create(VMS, [{"name": n, "cluster": cluster_id} for n in names])
             sizer = nb.apply_sizer if apply_path else nb.rest_sizer
+            delay = sizer.target_seconds + 0.2
+            proxy.set(slowed, Fault("slow", seconds=delay, method="POST"))
+            results = await nb.bulk_create(VMS, [{"name": n, "cluster": cluster_id} for n in names])
     finally:
         proxy.stop()
     assert [r for r in results if not isinstance(r, dict)] == []
     sizes = [size for size, _ in sizer.history]
     assert sizes[:4] == [16, 16, 16, 16] and max(sizes[4:]) <= 8, sizer.history  # answers > target: halved
-    assert sum(sizes) == 100 and all(seconds >= DELAY for _, seconds in sizer.history)
+    assert sum(sizes) == 100 and all(seconds >= delay for _, seconds in sizer.history)
     posts = [h for h in proxy.hits if h.method == "POST"]
     assert all(h.path.startswith(slowed) for h in posts) and len(posts) == len(sizes)
     landed = netbox.all(f"{VMS}/", cluster_id=cluster_id)

@@ -38,7 +38,8 @@ class Update:
     id: int
     label: str
     changes: dict[str, Any]
-    #: the object as read (its parent, for writes NetBox sums into one: inventory/batching.py)
+    #: the object as read: the dry run's `before`, and the parent of a write NetBox sums into one
+    #: (inventory/batching.py)
     current: Mapping[str, Any]
 
     @property
