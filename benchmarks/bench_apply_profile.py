@@ -4,7 +4,10 @@ The write-path benchmark (bench_write_paths.py) measures whole syncs; this one l
 `change-sets/` route. On a fresh NetBox (tools/netbox_instance.py), benchmarks/apply_profile_inside.py
 runs in `netbox shell` and posts what an initial sync of N guests writes (VMs, their sidecars, NICs with
 MACs, disks, IPs, primary IPs), three times on separate guests: timed alone, with SQL queries captured,
-and under cProfile. It prints milliseconds and queries per object per kind and writes
+and under cProfile. It also times, on the objects the first phase wrote, the work any write path keeps
+when it keeps validation and the changelog (the model's `clean`, its unique constraints, one changelog
+snapshot), without request or save: the floor of a faster writer. It prints milliseconds and queries per
+object per kind, that floor, and writes
 benchmarks/results/apply_profile.json and .png (with the most expensive functions per kind and the tables the
 queries touch), so the per-object figures docs/sync.md gives can be printed again.
 
@@ -38,7 +41,14 @@ def plot(result: dict[str, object], out: Path) -> None:
     assert isinstance(stages, list)
     kinds = [row["kind"].replace(" ", "\n", 1) for row in stages]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    left.bar(kinds, [row["ms_per_object"] for row in stages], color="#2196f3")
+    left.bar(kinds, [row["ms_per_object"] for row in stages], color="#2196f3", label="whole apply")
+    left.bar(
+        kinds,
+        [row["kept_work"]["clean_ms"] + row["kept_work"]["changelog_ms"] for row in stages],
+        color="#0d47a1",
+        label="of which kept work alone (clean + changelog snapshot)",
+    )
+    left.legend(fontsize=7)
     left.set_ylabel("milliseconds per object")
     left.set_title(
         f"Apply path, NetBox {result['netbox']}: {result['objects_per_second']} objects/s overall", fontsize=9
@@ -50,6 +60,15 @@ def plot(result: dict[str, object], out: Path) -> None:
         axis.tick_params(axis="x", labelsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
+
+
+def rest_sync_seconds(vms: int) -> float | None:
+    """The REST path's initial sync of `vms` VMs in the write-path benchmark's last results, if any."""
+    try:
+        runs = json.loads((RESULTS / "write_paths.json").read_text())["runs"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return next((r["initial_seconds"] for r in runs if r["path"] == "rest" and r["vms"] == vms), None)
 
 
 def main() -> int:
@@ -81,6 +100,15 @@ def main() -> int:
         **result,
         "load_average_at_end": list(os.getloadavg()),
     }
+    floor = result["kept_work_floor"]
+    rest_1000 = rest_sync_seconds(1000)
+    if rest_1000 is not None:
+        floor["ten_times_rest_seconds_for_1000_guests"] = round(rest_1000 / 10, 1)
+        print(
+            f"10x the REST path's 1,000-VM initial sync (write_paths.json: {rest_1000} s) is"
+            f" {rest_1000 / 10:.1f} s; validation and one changelog snapshot alone take"
+            f" {floor['seconds_for_1000_guests']} s of it on {floor['cpus']} CPUs"
+        )
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "apply_profile.json").write_text(json.dumps(result, indent=2) + "\n")
     plot(result, RESULTS / "apply_profile.png")
