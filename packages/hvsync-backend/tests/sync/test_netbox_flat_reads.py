@@ -4,6 +4,7 @@ plugin serves that path, and from NetBox's REST list otherwise, with the same qu
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -31,10 +32,12 @@ class FakeNetBox:
         self.offer = offer
         self.objects = objects
         self.reads: list[tuple[str, dict[str, str]]] = []
+        self.discoveries = 0
 
     def handler(self, request: httpx.Request) -> httpx.Response:
         path, query = request.url.path, dict(request.url.params)
         if path == DISCOVERY:
+            self.discoveries += 1
             if self.offer is None:
                 return httpx.Response(404, json={"detail": "Not found."})
             return httpx.Response(200, json=self.offer)
@@ -97,6 +100,25 @@ async def test_flat_and_rest_reads_of_one_list_are_cached_apart() -> None:
         f"/api/{VMS}/",
     ]  # the prefetch served the flat read
     assert "url" in rest[0]["cluster"] and "url" not in flat[0]["cluster"]
+
+
+async def test_a_run_asks_what_the_plugin_offers_once_and_before_its_reads() -> None:
+    """`discover()` starts the question without waiting (a sync run's first request); every flat read
+    then waits on that one answer instead of asking again."""
+    fake = FakeNetBox(objects=2)
+    async with client(fake) as nb:
+        nb.cache_reads = True
+        asked = nb.discover()
+        assert nb.discover() is asked and not asked.done()
+        rows = await asyncio.gather(
+            *(
+                nb.list_all(path, {"tag": "hvsync"}, fields=("id",), flat=True)
+                for path in (VMS, "dcim/devices")
+            )
+        )
+    assert fake.discoveries == 1 and asked.done()
+    assert [len(r) for r in rows] == [2, 2]
+    assert [p for p, _ in fake.reads] == [f"{ROWS}{VMS}/", "/api/dcim/devices/"]  # devices: not a read path
 
 
 @pytest.mark.parametrize(

@@ -303,3 +303,56 @@ async def test_a_vms_disk_creates_updates_and_deletes_never_run_at_once(pve_emul
     assert (
         parent_keys(path, [{}], named["update"]) == parent_keys(path, [{}], named["delete"]) == [str(vm_id)]
     )
+
+
+class ReadLog(MemoryNetBox):
+    """The store, noting which reads were started ahead (`prefetch`) and which the stages made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ahead: set[tuple[Any, ...]] = set()
+        self.made: list[tuple[Any, ...]] = []
+
+    @staticmethod
+    def key(path: str, params: dict[str, Any] | None, kw: dict[str, Any]) -> tuple[Any, ...]:
+        query = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in (params or {}).items()))
+        return path, query, tuple(kw.get("fields") or ()), bool(kw.get("flat"))
+
+    def prefetch(self, path: str, params: dict[str, Any] | None = None, **kw: Any) -> None:
+        self.ahead.add(self.key(path, params, kw))
+
+    async def list_all(
+        self, path: str, params: dict[str, Any] | None = None, **kw: Any
+    ) -> list[dict[str, Any]]:
+        if not self.writes:
+            self.made.append(self.key(path, params, kw))
+        return await super().list_all(path, params, **kw)
+
+
+async def test_a_one_vm_run_starts_its_netbox_reads_before_its_stages_need_them(pve_emulator):
+    """A one-VM change waits on NetBox's answers, not on its own stages: every read its stages make was
+    started when the run began (the plugin's cluster records and the platforms included, which no earlier
+    stage of such a run reads), except the selected VM's addresses, known only once Proxmox reports them.
+    Lookups by slug are flat reads, which the plugin's rows route answers."""
+    from hvsync_backend.sync.runner import start_prefetch
+    from hvsync_backend.sync.support import prepare
+
+    netbox_store = ReadLog()
+    netbox_store.rows[PLUGIN_ENDPOINTS] = {1: {"id": 1, "name": "emu (inv:1)", "backend_id": 1}}
+    await run_stages(new_run(pve_emulator, netbox_store))  # the first sync
+    vm = next(iter(netbox_store.rows["virtualization/virtual-machines"].values()))
+    vmid = int(vm["custom_fields"]["hvsync_key"].split("|")[2])
+    ctx = new_run(pve_emulator, netbox_store, only_vmids=frozenset({vmid}), partial=True)
+    one_vm = ["devices", "virtual-machines", "vm-disks", "vm-interfaces", "ip-addresses"]
+    ctx.upcoming = [kind for slug in one_vm for kind in BY_SLUG[slug].kinds]
+    await prepare(ctx)
+    netbox_store.writes.clear()
+    start_prefetch(ctx)
+    netbox_store.made.clear()
+    await run_stages(ctx, one_vm)
+    assert netbox_store.writes == []  # nothing changed in Proxmox: every read below is before any write
+    made = {read[0] for read in netbox_store.made}
+    assert made >= {"virtualization/virtual-machines", "plugins/hvsync/clusters", "dcim/platforms"}
+    late = {read[0] for read in netbox_store.made if read not in netbox_store.ahead}
+    assert late == {"ipam/ip-addresses", "plugins/hvsync/synced-ip-addresses"}
+    assert all(flat for path, _, _, flat in netbox_store.made if path in ("dcim/platforms", "dcim/sites"))

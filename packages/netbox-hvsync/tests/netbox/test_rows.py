@@ -181,6 +181,40 @@ def test_filters_are_the_rest_routes_own(api, inventory):
         assert len(flat) < len(by_id(api.get(f"{ROWS}{path}/", {"fields": "id"}))), (path, "filtered nothing")
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"tag": "hvsync", "name__ic": "GUEST-1", "status": "active"},
+        {"cf_hvsync_key__isw": ["pve-a|vm|100"], "vcpus__gte": 2, "memory": 2048},
+        {"tag": "hvsync", "no_such_filter": "x"},  # not a filter: ignored, as REST ignores it
+    ],
+)
+def test_filters_it_is_not_asked_for_change_nothing(api, inventory, params):
+    """Only the filters a query names are built (docs/apply-path.md): combinations, lookups and unknown
+    names select what REST selects."""
+    path = "virtualization/virtual-machines"
+    flat = by_id(api.get(f"{ROWS}{path}/", {**params, "fields": "id"}))
+    rest = by_id(api.get(f"/api/{path}/", {**params, "fields": "id"}))
+    assert flat and sorted(flat) == sorted(rest), params
+
+
+def test_a_saved_filter_applies_as_over_rest(api, inventory):
+    """A saved filter's stored parameters may name any filter: the whole filterset serves that query."""
+    from django.contrib.contenttypes.models import ContentType
+    from extras.models import SavedFilter
+    from virtualization.models import VirtualMachine
+
+    saved = SavedFilter.objects.create(
+        name="only guest 1", slug="only-guest-1", shared=True, enabled=True, parameters={"name": ["guest-1"]}
+    )
+    saved.object_types.set([ContentType.objects.get_for_model(VirtualMachine)])
+    path = "virtualization/virtual-machines"
+    flat = by_id(api.get(f"{ROWS}{path}/", {"filter": "only-guest-1", "fields": "id,name"}))
+    rest = by_id(api.get(f"/api/{path}/", {"filter": "only-guest-1", "fields": "id,name"}))
+    assert [r["name"] for r in flat.values()] == ["guest-1"]
+    assert sorted(flat) == sorted(rest)
+
+
 def test_pages_follow_limit_and_offset_in_id_order(api, inventory):
     from virtualization.models import VMInterface
 

@@ -196,6 +196,8 @@ class NetBoxClient:
         for _, task in self._list_cache.values():
             task.cancel()
         self._list_cache.clear()
+        if self._offer is not None and not self._offer.done():
+            self._offer.cancel()
         await self._http.aclose()
 
     # -- low level -------------------------------------------------------------------------------
@@ -290,9 +292,15 @@ class NetBoxClient:
         """What the plugin's apply path takes, asked once; None: REST list writes only."""
         if not self.config.apply_path:
             return None
+        return await asyncio.shield(self.discover())
+
+    def discover(self) -> asyncio.Task[ApplyOffer | None]:
+        """Start asking what the plugin offers, once. A sync run asks before anything else: every flat
+        read waits on the answer to know whether the rows route serves it."""
         if self._offer is None:
             self._offer = asyncio.ensure_future(self._discover())
-        return await asyncio.shield(self._offer)
+            self._offer.add_done_callback(_consume_exception)
+        return self._offer
 
     async def _discover(self) -> ApplyOffer | None:
         try:

@@ -66,6 +66,24 @@ async def leave_unreadable_out(ctx: SyncContext, source: HvSource, reader: Proxm
         )
 
 
+def when_listed(ctx: SyncContext, work: Callable[[list[Guest]], None]) -> None:
+    """Call `work` with each endpoint's guests in scope as soon as Proxmox has listed them (background),
+    so that NetBox reads that depend on the guests start before their stage does. An endpoint that
+    cannot be read calls nothing: the stage that needs its guests reports it."""
+
+    async def wait(source: HvSource) -> None:
+        if source.identity in ctx.failed_endpoints:
+            return
+        try:
+            found = await ctx.reader(source).guests(keeper(ctx, source))
+        except ProxmoxReadError:
+            return
+        work(found)
+
+    for source in ctx.sources:
+        ctx.background(wait(source))
+
+
 async def guests(ctx: SyncContext) -> dict[int, list[Guest]]:
     """Backend endpoint id -> guests in scope (with their configs), cached for the run."""
     if ctx.reads.guests is None:

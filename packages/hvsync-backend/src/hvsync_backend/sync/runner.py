@@ -16,6 +16,7 @@ from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.metrics import Metrics
 from hvsync_backend.sync.framework import Stage, stage_summary
 from hvsync_backend.sync.options import SyncOptions
+from hvsync_backend.sync.plugin_endpoints import prefetch_plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReadError
 from hvsync_backend.sync.run import Counts, Emit, StageAborted, SyncContext
 from hvsync_backend.sync.support import prepare
@@ -54,6 +55,7 @@ def start_prefetch(ctx: SyncContext) -> None:
     if ctx.lookups.prefetched:
         return
     ctx.lookups.prefetched = True
+    prefetch_plugin_endpoints(ctx)
     for kind in ctx.upcoming:
         kind.prefetch(ctx)
 
@@ -91,6 +93,8 @@ async def execute(
         ctx.run_id = run_id
     ctx.upcoming = [kind for stage in stages for kind in stage.kinds]
     nb.cache_reads = True
+    if nb.config.apply_path:
+        nb.discover()  # first: the run's flat reads all wait on it
     total = Counts()
     stage_rows: list[dict[str, Any]] = []
     fatal: dict[str, Any] | None = None

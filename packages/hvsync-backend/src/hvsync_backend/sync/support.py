@@ -4,6 +4,7 @@ when missing, never modified. Cached per run; in a dry run nothing is created (t
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -30,6 +31,7 @@ def slugify(text: str) -> str:
     return slug[:100] or "x"
 
 
+#: what a lookup by slug reads: plain fields only, so the plugin's rows route may answer it (`flat`)
 SUPPORT_FIELDS = ("id", "slug")
 
 
@@ -37,7 +39,7 @@ def prefetch_support(ctx: SyncContext, path: str, slugs: list[str]) -> None:
     """Start `ensure`'s lookups ahead of time (the same queries, so the run's cache answers them)."""
     for slug in slugs:
         if f"{path}:{slug}" not in ctx.lookups.support_ids:
-            ctx.netbox.prefetch(path, {"slug": slug}, fields=SUPPORT_FIELDS)
+            ctx.netbox.prefetch(path, {"slug": slug}, fields=SUPPORT_FIELDS, flat=True)
 
 
 async def ensure(ctx: SyncContext, path: str, slug: str, create: dict[str, Any]) -> int | None:
@@ -45,7 +47,7 @@ async def ensure(ctx: SyncContext, path: str, slug: str, create: dict[str, Any])
     cache_key = f"{path}:{slug}"
     if cache_key in ctx.lookups.support_ids:
         return ctx.lookups.support_ids[cache_key]
-    rows = await ctx.netbox.list_all(path, {"slug": slug}, fields=SUPPORT_FIELDS)
+    rows = await ctx.netbox.list_all(path, {"slug": slug}, fields=SUPPORT_FIELDS, flat=True)
     if rows:
         ctx.lookups.support_ids[cache_key] = int(rows[0]["id"])
         return ctx.lookups.support_ids[cache_key]
@@ -56,7 +58,7 @@ async def ensure(ctx: SyncContext, path: str, slug: str, create: dict[str, Any])
     [result] = await ctx.netbox.bulk_create(path, [{**create, "slug": slug}])
     if isinstance(result, NetBoxError):
         # A concurrent creator may have won; read again before failing.
-        rows = await ctx.netbox.list_all(path, {"slug": slug}, fields=("id", "slug"))
+        rows = await ctx.netbox.list_all(path, {"slug": slug}, fields=SUPPORT_FIELDS, flat=True)
         if not rows:
             raise StageAborted(result.as_problem(f"{path} {slug}"))
         ctx.lookups.support_ids[cache_key] = int(rows[0]["id"])
@@ -70,7 +72,7 @@ async def ensure_tags(ctx: SyncContext, names: set[str]) -> dict[str, str]:
     wanted = {name: slugify(name) for name in names}
     missing = {slug for slug in wanted.values() if f"tag:{slug}" not in ctx.lookups.support_ids}
     if missing:
-        rows = await ctx.netbox.list_all("extras/tags", fields=("id", "slug"))
+        rows = await ctx.netbox.list_all("extras/tags", fields=SUPPORT_FIELDS, flat=True)
         for row in rows:
             ctx.lookups.support_ids[f"tag:{row['slug']}"] = int(row["id"])
         to_create = [
@@ -149,9 +151,9 @@ async def reconcile_custom_fields(ctx: SyncContext) -> dict[str, Any]:
 
 
 async def prepare(ctx: SyncContext) -> None:
-    """Once per run: the identity custom field and the managed tag exist."""
+    """Once per run: the identity custom field and the managed tag exist (checked side by side: neither
+    depends on the other)."""
     if ctx.lookups.prepared:
         return
-    await reconcile_custom_fields(ctx)
-    await ensure_tags(ctx, {MANAGED_TAG})
+    await asyncio.gather(reconcile_custom_fields(ctx), ensure_tags(ctx, {MANAGED_TAG}))
     ctx.lookups.prepared = True

@@ -10,7 +10,7 @@ from typing import Any
 
 from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.framework import Kind, known_ids
-from hvsync_backend.sync.guests import guests, vm_key, warm_guests
+from hvsync_backend.sync.guests import guests, vm_key, warm_guests, when_listed
 from hvsync_backend.sync.proxmox import Guest
 from hvsync_backend.sync.reconcile import Desired
 from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
@@ -39,6 +39,18 @@ def memory_mb(guest: Guest) -> int:
     if guest.config.get("memory"):
         return int(str(guest.config["memory"]).split(",")[0].removeprefix("current="))
     return guest.maxmem // (1024 * 1024)
+
+
+def ostype_of(guest: Guest) -> str | None:
+    return str(guest.config["ostype"]) if guest.config.get("ostype") else None
+
+
+def platform_slug(ostype: str) -> str:
+    return slugify(f"pve-{ostype}")
+
+
+def platform_slugs(found: list[Guest]) -> list[str]:
+    return sorted({platform_slug(ostype) for g in found if (ostype := ostype_of(g))})
 
 
 def status(guest: Guest) -> str:
@@ -71,10 +83,14 @@ class VirtualMachineKind(Kind):
     def prefetch(self, ctx: SyncContext) -> None:
         super().prefetch(ctx)
         prefetch_support(ctx, "dcim/device-roles", [slug for _, slug in ROLES.values()])
+        # the plugin's cluster records this kind links to (read here when their stage is not in the run)
+        PluginClusterKind().prefetch(ctx)
         warm_guests(ctx)
+        when_listed(ctx, lambda found: prefetch_support(ctx, "dcim/platforms", platform_slugs(found)))
 
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
         by_endpoint = await guests(ctx)
+        ostypes = sorted({ostype for gs in by_endpoint.values() for g in gs if (ostype := ostype_of(g))})
         cluster_ids = await known_ids(ctx, ClusterKind())
         device_ids = await known_ids(ctx, DeviceKind())
         hv_clusters = await known_ids(ctx, PluginClusterKind())
@@ -90,9 +106,9 @@ class VirtualMachineKind(Kind):
             tag_names.add(TEMPLATE_TAG)
         tag_slugs = await ensure_tags(ctx, tag_names)
         platforms: dict[str, int | None] = {}
-        for ostype in sorted({str(g.config.get("ostype")) for g in all_guests if g.config.get("ostype")}):
+        for ostype in ostypes:
             platforms[ostype] = await ensure(
-                ctx, "dcim/platforms", slugify(f"pve-{ostype}"), {"name": f"Proxmox {ostype}"}
+                ctx, "dcim/platforms", platform_slug(ostype), {"name": f"Proxmox {ostype}"}
             )
         out: dict[str, Desired] = {}
         for source in ctx.sources:
