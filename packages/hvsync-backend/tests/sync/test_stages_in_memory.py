@@ -330,9 +330,10 @@ class ReadLog(MemoryNetBox):
 
 
 async def test_a_one_vm_run_starts_its_netbox_reads_before_its_stages_need_them(pve_emulator):
-    """A one-VM change waits on NetBox's answers, not on its own stages: every read its stages make was
-    started when the run began (the plugin's cluster records and the platforms included, which no earlier
-    stage of such a run reads), except the selected VM's addresses, known only once Proxmox reports them.
+    """A one-VM change waits on NetBox's answers, not on its own stages: every read its stages make is
+    also started ahead by the run (`prefetch`: at its start, or for the platforms once Proxmox has listed
+    the guests), the plugin's cluster records and the platforms included, which no earlier stage of such a
+    run reads. The exception is the selected VM's addresses, known only once Proxmox reports them.
     Lookups by slug are flat reads, which the plugin's rows route answers."""
     from hvsync_backend.sync.runner import start_prefetch
     from hvsync_backend.sync.support import prepare
