@@ -357,3 +357,69 @@ async def test_a_one_vm_run_starts_its_netbox_reads_before_its_stages_need_them(
     late = {read[0] for read in netbox_store.made if read not in netbox_store.ahead}
     assert late == {"ipam/ip-addresses", "plugins/hvsync/synced-ip-addresses"}
     assert all(flat for path, _, _, flat in netbox_store.made if path in ("dcim/platforms", "dcim/sites"))
+
+
+async def test_every_kind_names_the_kinds_whose_ids_it_reads(pve_emulator, netbox, monkeypatch):
+    """`start_prefetch` starts the reads of kinds a run links to but does not reconcile only if each kind
+    names them (`linked_kinds`). A full run and then a one-VM run record which kind asked `known_ids` for
+    which: every ask is named, and only two named links go unseen: the primary-IP release reads the
+    addresses' rows themselves (not through `known_ids`), and computes the address kind's wanted state
+    first, so the address kind finds its interface ids cached."""
+    import contextvars
+    import sys
+
+    from hvsync_backend.sync import framework
+
+    running: contextvars.ContextVar[str] = contextvars.ContextVar("running", default="")
+    asked: set[tuple[str, str]] = set()
+    known_ids, run_kind = framework.known_ids, framework.run_kind
+
+    async def noting_run_kind(kind: Any, ctx: SyncContext, counts: Any) -> Any:
+        token = running.set(kind.name)
+        try:
+            return await run_kind(kind, ctx, counts)
+        finally:
+            running.reset(token)
+
+    async def noting_known_ids(ctx: SyncContext, kind: Any) -> dict[str, int]:
+        asked.add((running.get(), kind.name))
+        return await known_ids(ctx, kind)
+
+    monkeypatch.setattr(framework, "run_kind", noting_run_kind)
+    for module in list(sys.modules.values()):
+        if module.__name__.startswith("hvsync_backend.") and getattr(module, "known_ids", None) is known_ids:
+            monkeypatch.setattr(module, "known_ids", noting_known_ids)
+    await run_stages(new_run(pve_emulator, netbox))
+    vm = next(iter(netbox.rows["virtualization/virtual-machines"].values()))
+    vmid = int(vm["custom_fields"]["hvsync_key"].split("|")[2])
+    await run_stages(new_run(pve_emulator, netbox, only_vmids=frozenset({vmid}), partial=True))
+
+    kinds = {kind.name: kind for stage in STAGES for kind in stage.kinds}
+    named = {(name, linked.name) for name, kind in kinds.items() for linked in kind.linked_kinds()}
+    asked_of_others = {(asker, of) for asker, of in asked if asker != of}
+    assert all(asker for asker, _ in asked_of_others)  # every ask came from inside a kind's reconciliation
+    assert asked_of_others <= named, asked_of_others - named
+    assert ("virtual machine", "plugin cluster") in asked_of_others
+    assert named - asked_of_others == {("primary ip (release)", "ip address"), ("ip address", "vm interface")}
+
+
+async def test_a_lone_stage_starts_the_reads_of_the_kinds_it_links_to(pve_emulator):
+    """A run of one stage (the plugin's per-stage jobs) reads the ids of what its objects point at; those
+    reads start with the run, beside the stage's own, instead of when the stage first asks for them."""
+    from hvsync_backend.sync.runner import start_prefetch
+
+    netbox_store = ReadLog()
+    netbox_store.rows[PLUGIN_ENDPOINTS] = {1: {"id": 1, "name": "emu (inv:1)", "backend_id": 1}}
+    await run_stages(new_run(pve_emulator, netbox_store))  # the first sync
+    ctx = new_run(pve_emulator, netbox_store)
+    ctx.upcoming = list(BY_SLUG["vm-disks"].kinds)
+    netbox_store.writes.clear()
+    start_prefetch(ctx)
+    netbox_store.made.clear()
+    await run_stages(ctx, ["vm-disks"])
+    assert netbox_store.writes == []
+    ahead = {read[0] for read in netbox_store.ahead}
+    assert "virtualization/virtual-machines" in ahead  # the disks' VMs, a kind this run does not reconcile
+    assert "plugins/hvsync/synced-virtual-machines" in ahead  # ... and the sidecars their identity comes from
+    late = {read for read in netbox_store.made if read not in netbox_store.ahead}
+    assert late == set()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -104,12 +104,23 @@ class Kind(ABC):
         query = self.read_params(ctx) if params is None else params
         return ctx.netbox.list_all(self.path, query, fields=self.current_fields(), flat=True)
 
-    def prefetch(self, ctx: SyncContext) -> None:
-        """Start this kind's NetBox read ahead of time (used only if nothing is written before it runs);
-        the same read as `read_current`, so that one finds it ready."""
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        """The other kinds whose NetBox objects this kind reads: mostly their ids (`known_ids`), what its
+        objects point at. A run that does not reconcile one still reads it, so `start_prefetch` starts
+        that read too."""
+        return ()
+
+    def prefetch_current(self, ctx: SyncContext) -> None:
+        """Start the reads `current` makes (this kind's rows and sidecars) ahead of time; used only if
+        nothing is written to them before they are needed (the client's cache drops stale reads)."""
         ctx.netbox.prefetch(self.path, self.read_params(ctx), fields=self.current_fields(), flat=True)
         if self.sidecar is not None:
             ctx.background(sidecars.prefetch(ctx, self))
+
+    def prefetch(self, ctx: SyncContext) -> None:
+        """Start every NetBox read reconciling this kind makes that is known at the run's start; kinds that
+        look up supporting objects or warm Proxmox reads add theirs."""
+        self.prefetch_current(ctx)
 
     async def current(self, ctx: SyncContext) -> dict[str, Current]:
         """Managed objects of this kind within the run's endpoint scope, keyed by their sidecar's identity
@@ -293,6 +304,19 @@ def stage_summary(
     if ctx.options.dry_run:
         data["plan"] = ctx.plans[:1000]
     return data
+
+
+def linked_outside(kinds: Sequence[Kind]) -> list[Kind]:
+    """The kinds `kinds` link to that are not among them, once each. One level: a linked kind's own
+    links are read when its `current` asks for them (only plugin records' lookups do)."""
+    seen = {kind.name for kind in kinds}
+    out: list[Kind] = []
+    for kind in kinds:
+        for linked in kind.linked_kinds():
+            if linked.name not in seen:
+                seen.add(linked.name)
+                out.append(linked)
+    return out
 
 
 async def known_ids(ctx: SyncContext, kind: Kind) -> dict[str, int]:

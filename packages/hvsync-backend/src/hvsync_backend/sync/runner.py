@@ -14,7 +14,7 @@ from typing import Any
 from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.metrics import Metrics
-from hvsync_backend.sync.framework import Stage, stage_summary
+from hvsync_backend.sync.framework import Stage, linked_outside, stage_summary
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.plugin_endpoints import prefetch_plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReadError
@@ -51,13 +51,16 @@ def start_prefetch(ctx: SyncContext) -> None:
 
     NetBox serialises lists slowly (seconds for 1,000-2,000 rows) but runs several workers, so the reads
     overlap each other and the Proxmox reads. A kind that runs after a write that could change its list
-    reads again (the client's cache answers only reads no later write has made stale)."""
+    reads again (the client's cache answers only reads no later write has made stale). The kinds the run's
+    kinds link to but do not reconcile (a one-VM run's plugin cluster records) are read for their ids."""
     if ctx.lookups.prefetched:
         return
     ctx.lookups.prefetched = True
     prefetch_plugin_endpoints(ctx)
     for kind in ctx.upcoming:
         kind.prefetch(ctx)
+    for kind in linked_outside(ctx.upcoming):
+        kind.prefetch_current(ctx)
 
 
 async def execute(

@@ -12,7 +12,7 @@ from typing import Any
 
 from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.sync.focused import focus_nodes, ids_with_existing, node_allowed
-from hvsync_backend.sync.framework import Stage, known_ids, left_alone
+from hvsync_backend.sync.framework import Kind, Stage, known_ids, left_alone
 from hvsync_backend.sync.guests import guests, skipped_guests, vm_key
 from hvsync_backend.sync.plugin_endpoints import plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
@@ -47,6 +47,9 @@ class BackupKind(NaturalKind):
         "notes",
         "protected",
     )
+
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (PluginStorageKind(), VirtualMachineKind())
 
     def guest_of(self, current: Current) -> int | None:
         return decimal(current.data.get("vmid"))
@@ -135,6 +138,9 @@ class TaskKind(NaturalKind):
         "starttime",
         "endtime",
     )
+
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (PluginNodeKind(), VirtualMachineKind())
 
     def guest_of(self, current: Current) -> int | None:
         return decimal(current.data.get("vmid"))

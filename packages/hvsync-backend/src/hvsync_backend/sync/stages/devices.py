@@ -84,6 +84,9 @@ class DeviceKind(Kind):
     read_fields = ("name", "device_type", "role", "site", "cluster", "status")
     sidecar = sidecars.DEVICE
 
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (ClusterKind(),)
+
     def accepts(self, key: str) -> bool:
         return "|node|" in key and "|iface|" not in key
 

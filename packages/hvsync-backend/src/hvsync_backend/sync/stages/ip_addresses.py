@@ -90,6 +90,9 @@ class IPAddressKind(Kind):
     sidecar = sidecars.IP_ADDRESS
     from_guests = True
 
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (VMInterfaceKind(),)
+
     def accepts(self, key: str) -> bool:
         return "|ip|" in key
 
@@ -142,10 +145,13 @@ class IPAddressKind(Kind):
             params["address"] = sorted({s.address for seen in table.values() for s in seen})
         return params
 
+    def prefetch_current(self, ctx: SyncContext) -> None:
+        if ctx.options.only_vmids is None:  # selected VMs read the addresses they report: not known yet
+            super().prefetch_current(ctx)
+
     def prefetch(self, ctx: SyncContext) -> None:
         warm_guests(ctx, addresses=True)
-        if ctx.options.only_vmids is None:  # selected VMs read the addresses they report: not known yet
-            super().prefetch(ctx)
+        super().prefetch(ctx)
 
     async def current(self, ctx: SyncContext) -> dict[str, Current]:
         if ctx.ip.current is None:
@@ -172,6 +178,10 @@ class PrimaryIPKind(Kind):
     def __init__(self, clearing: bool) -> None:
         self.clearing = clearing
         self.name = "primary ip (release)" if clearing else "primary ip"
+
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        # releasing compares the addresses' wanted interfaces with their holders; setting links VMs to them
+        return (IPAddressKind(), VMInterfaceKind() if self.clearing else VirtualMachineKind())
 
     def accepts(self, key: str) -> bool:
         return VirtualMachineKind().accepts(key)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hvsync_backend.sync.framework import known_ids
+from hvsync_backend.sync.framework import Kind, known_ids
 from hvsync_backend.sync.guests import skipped_guests, vm_key
 from hvsync_backend.sync.plugin_endpoints import plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
@@ -129,6 +129,9 @@ class BackupRoutineKind(JobKind):
         "raw_config",
     )
 
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (PluginNodeKind(), PluginStorageKind())
+
     async def refs(self, ctx: SyncContext) -> dict[str, Any]:
         return {
             "nodes": await known_ids(ctx, PluginNodeKind()),
@@ -199,6 +202,9 @@ class ReplicationKind(JobKind):
         "status",
         "raw_config",
     )
+
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (PluginNodeKind(), VirtualMachineKind())
 
     def guest_of(self, current: Current) -> int | None:
         return _int(current.data.get("guest"))

@@ -62,6 +62,9 @@ class NodeInterfaceKind(Kind):
     sidecar = sidecars.NODE_INTERFACE
     read_fields = ("name", "device", "type", "enabled", "mtu", "description")
 
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (DeviceKind(),)
+
     def accepts(self, key: str) -> bool:
         return "|iface|" in key
 
@@ -101,6 +104,9 @@ class NodeInterfaceLinkKind(Kind):
     read_fields = ("name", "lag", "bridge")
     owns_objects = False
     sidecar = sidecars.NODE_INTERFACE
+
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (NodeInterfaceKind(),)
 
     def accepts(self, key: str) -> bool:
         return "|iface|" in key

@@ -59,6 +59,9 @@ class PluginClusterKind(NaturalKind):
     path = f"{BASE}/clusters"
     read_fields = ("endpoint", "name", "cluster")
 
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (ClusterKind(),)
+
     async def lookups(self, ctx: SyncContext) -> dict[str, Any]:
         pks = await plugin_endpoints(ctx)
         by_pk = {pk: s.identity for s in ctx.sources for bid, pk in pks.items() if bid == s.backend_id}
@@ -87,6 +90,9 @@ class PluginNodeKind(NaturalKind):
     name = "plugin node"
     path = f"{BASE}/nodes"
     read_fields = ("cluster", "name", "node_id", "online", "device")
+
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (PluginClusterKind(), DeviceKind())
 
     async def lookups(self, ctx: SyncContext) -> dict[str, Any]:
         ids = await known_ids(ctx, PluginClusterKind())
@@ -137,6 +143,9 @@ class PluginStorageKind(NaturalKind):
         "avail",
         "nodes",
     )
+
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (PluginClusterKind(), PluginNodeKind())
 
     async def lookups(self, ctx: SyncContext) -> dict[str, Any]:
         ids = await known_ids(ctx, PluginClusterKind())

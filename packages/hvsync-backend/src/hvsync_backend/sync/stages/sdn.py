@@ -43,6 +43,9 @@ class SDNZoneKind(Kind):
     path = "ipam/vlan-groups"
     read_fields = ("name", "slug", "scope_type", "scope_id", "description")
 
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (ClusterKind(),)
+
     def accepts(self, key: str) -> bool:
         return "|sdnzone|" in key
 
@@ -72,6 +75,9 @@ class SDNVnetKind(Kind):
     path = "ipam/vlans"
     read_fields = ("vid", "name", "group", "status", "description")
     sidecar = sidecars.SDN_VLAN
+
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (SDNZoneKind(),)
 
     def accepts(self, key: str) -> bool:
         return "|sdnvnet|" in key
@@ -105,6 +111,9 @@ class SDNSubnetKind(Kind):
     path = "ipam/prefixes"
     read_fields = ("prefix", "vlan", "status", "description")
     sidecar = sidecars.PREFIX
+
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (SDNVnetKind(),)
 
     def accepts(self, key: str) -> bool:
         return "|sdnsubnet|" in key

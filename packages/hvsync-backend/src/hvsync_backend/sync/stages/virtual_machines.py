@@ -6,6 +6,7 @@ VM disk size that differs from that sum).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from hvsync_backend.sync import sidecars
@@ -49,8 +50,13 @@ def platform_slug(ostype: str) -> str:
     return slugify(f"pve-{ostype}")
 
 
-def platform_slugs(found: list[Guest]) -> list[str]:
-    return sorted({platform_slug(ostype) for g in found if (ostype := ostype_of(g))})
+def ostypes(found: Iterable[Guest]) -> list[str]:
+    """The OS types these guests report, each once: one NetBox platform each."""
+    return sorted({ostype for g in found if (ostype := ostype_of(g))})
+
+
+def platform_slugs(found: Iterable[Guest]) -> list[str]:
+    return [platform_slug(ostype) for ostype in ostypes(found)]
 
 
 def status(guest: Guest) -> str:
@@ -80,17 +86,17 @@ class VirtualMachineKind(Kind):
     def accepts(self, key: str) -> bool:
         return key.count("|") == 2 and "|vm|" in key
 
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (ClusterKind(), DeviceKind(), PluginClusterKind())
+
     def prefetch(self, ctx: SyncContext) -> None:
         super().prefetch(ctx)
         prefetch_support(ctx, "dcim/device-roles", [slug for _, slug in ROLES.values()])
-        # the plugin's cluster records this kind links to (read here when their stage is not in the run)
-        PluginClusterKind().prefetch(ctx)
         warm_guests(ctx)
         when_listed(ctx, lambda found: prefetch_support(ctx, "dcim/platforms", platform_slugs(found)))
 
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
         by_endpoint = await guests(ctx)
-        ostypes = sorted({ostype for gs in by_endpoint.values() for g in gs if (ostype := ostype_of(g))})
         cluster_ids = await known_ids(ctx, ClusterKind())
         device_ids = await known_ids(ctx, DeviceKind())
         hv_clusters = await known_ids(ctx, PluginClusterKind())
@@ -106,7 +112,7 @@ class VirtualMachineKind(Kind):
             tag_names.add(TEMPLATE_TAG)
         tag_slugs = await ensure_tags(ctx, tag_names)
         platforms: dict[str, int | None] = {}
-        for ostype in ostypes:
+        for ostype in ostypes(all_guests):
             platforms[ostype] = await ensure(
                 ctx, "dcim/platforms", platform_slug(ostype), {"name": f"Proxmox {ostype}"}
             )

@@ -19,6 +19,9 @@ class VirtualDiskKind(Kind):
     sidecar = sidecars.VIRTUAL_DISK
     read_fields = ("name", "size", "virtual_machine", "description")
 
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (VirtualMachineKind(),)
+
     def accepts(self, key: str) -> bool:
         return "|disk|" in key
 

@@ -40,6 +40,9 @@ class VLANGroupKind(Kind):
     read_fields = ("name", "slug", "scope_type", "scope_id")
     from_guests = True
 
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (ClusterKind(),)
+
     def accepts(self, key: str) -> bool:
         return key.endswith("|vlangroup")
 
@@ -70,6 +73,9 @@ class VLANKind(Kind):
     read_fields = ("vid", "name", "group", "status")
     sidecar = sidecars.GUEST_VLAN
     from_guests = True
+
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (VLANGroupKind(),)
 
     def accepts(self, key: str) -> bool:
         return "|vlan|" in key
@@ -108,6 +114,9 @@ class VMInterfaceKind(Kind):
         "tagged_vlans",
         "description",
     )
+
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (VirtualMachineKind(), VLANKind())
 
     def accepts(self, key: str) -> bool:
         return "|nic|" in key

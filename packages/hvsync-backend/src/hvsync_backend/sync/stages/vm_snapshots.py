@@ -51,6 +51,9 @@ class SnapshotKind(Kind):
     read_fields = ("virtual_machine", "name", "parent", "snaptime", "vmstate", "description")
     key_field = False
 
+    def linked_kinds(self) -> tuple[Kind, ...]:
+        return (VirtualMachineKind(),)
+
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
         found = await snapshots(ctx)
         vm_ids = await known_ids(ctx, VirtualMachineKind())
