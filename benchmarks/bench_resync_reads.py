@@ -8,6 +8,11 @@ resyncs run on one NetBox holding one initial sync (through the apply path), alt
 so a slower minute of the machine hits both alike; each is reported by its median over the rounds, with
 the NetBox read time per route (`netbox_read_seconds_by_path`) beside it.
 
+Then, on the same NetBox, benchmarks/rows_filters_inside.py (in NetBox's shell) times what building a
+route's filterset costs for three reads of a one-VM change (devices by tag, the site by slug, a VM by key
+prefix): the whole filterset, as REST builds it, against the filters the query names, as the rows route
+builds them (`filterset_ms` in the JSON).
+
 Writes benchmarks/results/resync_reads.json and resync_reads.png (other --vms: resync_reads-<N>vms.*).
 
 Usage: .venv/bin/python benchmarks/bench_resync_reads.py [--vms 1000] [--rounds 3] [--instance bench-reads]
@@ -21,7 +26,9 @@ import asyncio
 import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +43,28 @@ RESULTS = bench_sync.RESULTS
 ROWS_PREFIX = f"{ROWS_ROUTE}/"
 #: How each resync reads NetBox: the client's apply_path setting behind it
 READS = {"rows": True, "rest": False}
+INSIDE = Path(__file__).resolve().parent / "rows_filters_inside.py"
+
+
+def filterset_ms(instance: str) -> dict[str, Any]:
+    """The filterset timings of rows_filters_inside.py, run in the NetBox shell of `instance`."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "filters.json"
+        env["HVSYNC_FILTERS_OUT"] = str(out)
+        command = f"import runpy; runpy.run_path({str(INSIDE)!r}, run_name='hvsync_rows_filters')"
+        tool = [sys.executable, str(bench_sync.REPO / "tools" / "netbox_instance.py")]
+        subprocess.run(
+            [*tool, "manage", "--name", instance, "shell", "--no-startup", "--command", command],
+            check=True,
+            env=env,
+            timeout=600,
+        )
+        found: dict[str, Any] = json.loads(out.read_text())
+    for row in found["queries"]:
+        if not row["same_rows"]:
+            raise SystemExit(f"the narrowed filterset selected other rows than the whole one: {row}")
+    return found
 
 
 def read_seconds(run: dict[str, Any]) -> float:
@@ -84,6 +113,12 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             await client.aclose()
     rows, rest = summary(runs["rows"]), summary(runs["rest"])
+    filters = filterset_ms(args.instance)
+    for row in filters["queries"]:
+        print(
+            f"filterset {row['query']}: whole {row['whole_ms']} ms, narrowed {row['narrowed_ms']} ms",
+            flush=True,
+        )
     return {
         "benchmark": "resync_reads",
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
@@ -93,6 +128,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "rows": rows,
         "rest": rest,
         "rest_to_rows": round(rest["seconds"] / rows["seconds"], 2),
+        "filterset_ms": filters,
         "target_seconds": 5,
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
@@ -104,7 +140,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right, filters) = plt.subplots(1, 3, figsize=(15, 4.2))
     names = ["rows route", "REST lists"]
     rows, rest = result["rows"], result["rest"]
     bars = left.bar(names, [rows["seconds"], rest["seconds"]], color=["#2196f3", "#9e9e9e"])
@@ -127,6 +163,20 @@ def plot(result: dict[str, Any], path: Path) -> None:
     right.set_xlabel("seconds waiting on NetBox (summed over concurrent requests)")
     right.set_title("NetBox read time by path", fontsize=9)
     right.legend(fontsize=8)
+    queries = result["filterset_ms"]["queries"]
+    y = list(range(len(queries)))
+    labels = [q["query"].split("?")[0] for q in queries]
+    filters.barh(
+        [i + 0.2 for i in y], [q["whole_ms"] for q in queries], 0.4, color="#9e9e9e", label="whole (REST)"
+    )
+    filters.barh(
+        [i - 0.2 for i in y], [q["narrowed_ms"] for q in queries], 0.4, color="#2196f3", label="narrowed"
+    )
+    filters.set_yticks(y, labels, fontsize=7)
+    filters.invert_yaxis()
+    filters.set_xlabel("ms to build, validate and apply the filterset (median)")
+    filters.set_title("Filterset per read of a one-VM change", fontsize=9)
+    filters.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
