@@ -111,7 +111,18 @@ def one_round(queue: str, instance: str, vms: int | None = None) -> dict[str, An
         "wait_s": _seconds(resync, "created", "started"),
         "run_s": _seconds(resync, "started", "completed"),
         "queued_to_done_s": _seconds(resync, "created", "completed"),
+        "resync_ms": steps_ms(resync),
     }
+
+
+def steps_ms(job: dict[str, Any]) -> dict[str, int]:
+    """Where a sync job's run time went, from its `data["sync"]` record: the preflight, each stage (as
+    the backend timed it) and the plugin's local reconciliation."""
+    block = (job.get("data") or {}).get("sync") or {}
+    spent = {"preflight": (block.get("preflight") or {}).get("duration_ms")}
+    spent.update({str(entry.get("stage")): entry.get("duration_ms") for entry in block.get("stages") or []})
+    spent["reconciliation"] = (block.get("reconciliation") or {}).get("duration_ms")
+    return {name: int(ms) for name, ms in spent.items() if isinstance(ms, int | float)}
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
@@ -168,6 +179,7 @@ def main() -> int:
             f"{r['queue']:<20} ran on {r['ran_on']:<20} wait {r['wait_s']:6.2f} s  run {r['run_s']:6.2f} s  "
             f"({r['backlog_at_enqueue'].get('default', 0)} jobs on default when queued)"
         )
+        print("  resync ms:", ", ".join(f"{name} {ms}" for name, ms in r["resync_ms"].items()))
     print(f"load average before {result['load_average_before']}, after {result['load_average_after']}")
     ok = result["own_queue_meets_target"] and all(r["status"] == "completed" for r in rounds)
     return 0 if ok else 1
