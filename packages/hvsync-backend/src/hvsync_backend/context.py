@@ -23,6 +23,7 @@ from hvsync_backend.endpoints.crypto import CredentialCipher, load_or_create_key
 from hvsync_backend.endpoints.registry import EndpointRegistry
 from hvsync_backend.hv.pool import ProxmoxClientPool
 from hvsync_backend.metrics import Metrics
+from hvsync_backend.sync.job_reads import JobReads
 
 log = logging.getLogger("hvsync_backend")
 
@@ -45,6 +46,8 @@ class BackendContext:
     netbox_transport: Callable[[], httpx.AsyncBaseTransport] | None = None
     #: This instance's Prometheus series (its own registry; see metrics.py).
     metrics: Metrics = field(default_factory=Metrics)
+    #: The Proxmox answers of recent jobs, shared by each job's stage streams.
+    job_reads: JobReads = field(default_factory=JobReads)
 
     @property
     def registry(self) -> EndpointRegistry:

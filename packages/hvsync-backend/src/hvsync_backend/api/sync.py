@@ -243,16 +243,20 @@ def _stream(
                         await release()  # free before the client reads `complete` and starts the next run
                     await emit(event, data)
 
-                await execute(
-                    stages,
-                    name=name,
-                    netbox=targets.netbox,
-                    sources=targets.sources,
-                    options=options,
-                    emit=emit_released,
-                    run_id=run.id,
-                    metrics=context.metrics,
-                )
+                try:
+                    await execute(
+                        stages,
+                        name=name,
+                        netbox=targets.netbox,
+                        sources=targets.sources,
+                        options=options,
+                        emit=emit_released,
+                        run_id=run.id,
+                        metrics=context.metrics,
+                        readers=context.job_reads.readers_for(job, targets.sources),
+                    )
+                finally:
+                    context.job_reads.finished(job)
         except (LeaseHeld, RunCancelled) as exc:
             await refuse({"source": "backend", "status": 409, "detail": str(exc)})
 

@@ -113,6 +113,17 @@ class ProxmoxReader:
         #: VMID -> why its config could not be read (GUEST_UNREADABLE); such guests are left out
         self.unreadable: dict[int, ProxmoxReadError] = {}
 
+    def carry_over(self, source: HvSource) -> None:
+        """Serve a next run of the same job over `source` (sync/job_reads.py): keep the answers, forget the
+        failures, cancellations and reads still in flight (they are read again)."""
+        self.source = source
+        self._cache = {
+            key: task
+            for key, task in self._cache.items()
+            if task.done() and not task.cancelled() and task.exception() is None
+        }
+        self.unreadable = {}
+
     async def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         key = path + "?" + "&".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
         task = self._cache.get(key)

@@ -17,7 +17,7 @@ from hvsync_backend.metrics import Metrics
 from hvsync_backend.sync.framework import Stage, linked_outside, stage_summary
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.plugin_endpoints import prefetch_plugin_endpoints
-from hvsync_backend.sync.proxmox import HvSource, ProxmoxReadError
+from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader, ProxmoxReadError
 from hvsync_backend.sync.run import Counts, Emit, StageAborted, SyncContext
 from hvsync_backend.sync.support import prepare
 
@@ -74,11 +74,13 @@ async def execute(
     client: NetBoxClient | None = None,
     run_id: str | None = None,
     metrics: Metrics | None = None,
+    readers: dict[int, ProxmoxReader] | None = None,
 ) -> dict[str, Any]:
     """Run `stages` in order and emit the final `complete`; returns its payload.
 
     `run_id` is the stream's run id (the plugin passes its job's); sidecars record it as `last_run_id`.
-    `metrics` (the backend's) counts the run, each stage's duration and each kind's objects."""
+    `metrics` (the backend's) counts the run, each stage's duration and each kind's objects. `readers`:
+    the Proxmox readers to start from, with the answers of the job's earlier runs (sync/job_reads.py)."""
     started = time.monotonic()
     if netbox is None:
         problem = {"source": "backend", "status": None, "detail": "no inventory endpoint is configured"}
@@ -94,6 +96,8 @@ async def execute(
     ctx = SyncContext(netbox=nb, sources=sources, options=options, emit=emit, metrics=metrics)
     if run_id:
         ctx.run_id = run_id
+    if readers is not None:
+        ctx.readers = readers
     ctx.upcoming = [kind for stage in stages for kind in stage.kinds]
     nb.cache_reads = True
     if nb.config.apply_path:
