@@ -2,7 +2,7 @@
 
 The plugin runs a sync job as its stages' streams, one after the other, each naming the job (`job=`).
 Each stream is a run of its own, and each run used to read what it needed from Proxmox again: a job read
-every guest's config once per stage that looks at guests, seven times for a full sync. The readers of a
+every guest's config once per stage that reads guests' configs, six times for a full sync. The readers of a
 job's runs are kept, per hv endpoint, for a while after the run ends, and the job's next run answers from
 them. A job then sees Proxmox as it was at the job's first read of each path, as one run always did.
 
