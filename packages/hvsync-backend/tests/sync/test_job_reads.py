@@ -1,16 +1,28 @@
-"""A sync job's stage streams share their Proxmox answers (sync/job_reads.py): the next stage of one job
-does not read again what an earlier one read; failures are read again; other jobs share nothing."""
+"""A sync job's stage streams share their Proxmox answers and NetBox list reads (sync/job_reads.py): the
+next stage of one job does not read again what an earlier one read; failures, unfinished reads and lists
+the job wrote to are read again; other jobs share nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 from typing import Any
 
+import httpx
 import pytest
+from fake_netbox import AUTH, FakeNetBox
+from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
+from hvsync_backend.inventory.list_cache import ListCache
+from hvsync_backend.sse.frames import parse_stream
 from hvsync_backend.sync.job_reads import JobReads
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader, ProxmoxReadError
 from hvsync_backend.sync.registry import BY_SLUG
+from hvsync_backend.sync.run import MANAGED_TAG
+from hvsync_backend.sync.support import custom_field_definitions
+from hvsync_backend.wire import STAGE_ROUTES
 from stage_harness import MemoryNetBox, emulator_source, run_context
+from test_endpoints import HV, INV
+from test_metrics import fake_proxmox
 
 PLUGIN_ENDPOINTS = "plugins/hvsync/hv-endpoints"
 
@@ -104,3 +116,136 @@ async def test_an_endpoint_with_new_settings_or_an_old_job_starts_afresh() -> No
     for job in ("a", "b", "c"):
         jobs.readers_for(job, [old])[1] = ProxmoxReader(old)
     assert jobs.readers_for("a", [old]) == {}  # the least recently used of more than 2 jobs went
+
+
+# -- NetBox list reads ---------------------------------------------------------------------------------
+
+VMS = "virtualization/virtual-machines"
+DISKS = "virtualization/virtual-disks"
+
+
+class ListNetBox:
+    """A NetBox list route per path, answering after `gate` opens (set by default); counts GETs."""
+
+    def __init__(self) -> None:
+        self.gets: collections.Counter[str] = collections.Counter()
+        self.gate = asyncio.Event()
+        self.gate.set()
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path.removeprefix("/api/").strip("/")
+        if request.method != "GET":
+            return httpx.Response(200, json=[{"id": 1}])
+        self.gets[path] += 1
+        await self.gate.wait()
+        return httpx.Response(200, json={"count": 1, "results": [{"id": 1, "path": path}]})
+
+    def client(self, lists: ListCache | None, **config: Any) -> NetBoxClient:
+        nb = NetBoxClient(netbox_config(**config), transport=httpx.MockTransport(self.handle), lists=lists)
+        nb.cache_reads = True
+        return nb
+
+
+def netbox_config(**overrides: Any) -> NetBoxConfig:
+    return NetBoxConfig(url="http://netbox.test", auth_header=AUTH, **{"apply_path": False, **overrides})
+
+
+async def test_a_jobs_next_run_answers_from_the_netbox_lists_an_earlier_run_read() -> None:
+    netbox, jobs = ListNetBox(), JobReads()
+    async with netbox.client(jobs.lists_for("job-1", netbox_config())) as nb:
+        assert await nb.list_all(VMS) == [{"id": 1, "path": VMS}]
+        netbox.gate.clear()
+        nb.prefetch(DISKS)  # still unanswered when the run ends: not kept
+        await asyncio.sleep(0)
+    jobs.finished("job-1")
+    netbox.gate.set()
+    assert netbox.gets == {VMS: 1, DISKS: 1}
+
+    async with netbox.client(jobs.lists_for("job-1", netbox_config())) as nb:
+        rows = await nb.list_all(VMS)
+        assert rows == [{"id": 1, "path": VMS}] and nb.stats.cached_reads == 1
+        rows[0]["id"] = 99  # callers get copies: the next run still sees what NetBox answered
+        assert await nb.list_all(DISKS) == [{"id": 1, "path": DISKS}]
+        assert netbox.gets == {VMS: 1, DISKS: 2}
+        await nb.bulk_update(VMS, [{"id": 1, "name": "changed"}])  # this job's write makes the VMs stale
+    jobs.finished("job-1")
+
+    async with netbox.client(jobs.lists_for("job-1", netbox_config())) as nb:
+        await nb.list_all(VMS)
+        await nb.list_all(DISKS)
+    assert netbox.gets == {VMS: 2, DISKS: 2}  # the VMs read again after the write; the disks kept
+    for lists in (
+        jobs.lists_for("job-2", netbox_config()),  # another job
+        jobs.lists_for("", netbox_config()),  # no job
+        jobs.lists_for("job-1", netbox_config(branch_schema_id="br_1234abcd")),  # another branch
+    ):
+        async with netbox.client(lists) as nb:
+            await nb.list_all(VMS)
+    assert netbox.gets == {VMS: 5, DISKS: 2}
+
+
+async def test_a_run_does_not_wait_on_a_read_another_run_of_its_job_started() -> None:
+    """Two runs of one job at once (a caller may send them): a run awaits only its own unfinished reads,
+    since the other run cancels its own when it ends."""
+    netbox, jobs = ListNetBox(), JobReads()
+    lists = jobs.lists_for("job-1", netbox_config())
+    first = netbox.client(lists)
+    netbox.gate.clear()
+    first.prefetch(VMS)
+    await asyncio.sleep(0)
+    second = netbox.client(jobs.lists_for("job-1", netbox_config()))
+    assert second.lists is lists
+    reading = asyncio.ensure_future(second.list_all(VMS))
+    await asyncio.sleep(0)
+    await first.aclose()  # cancels the first run's read
+    netbox.gate.set()
+    assert await reading == [{"id": 1, "path": VMS}]
+    await second.aclose()
+    assert netbox.gets == {VMS: 2}
+
+
+def test_a_jobs_streams_share_their_netbox_reads_through_the_api(backend: Any, auth: dict[str, str]) -> None:
+    """The routes pass a job's list cache on: the vm-disks stream after the job's virtual-machines stream
+    reads only the disk lists; another job's reads everything it needs."""
+    backend.context.proxmox.transport_factory = lambda target: httpx.MockTransport(fake_proxmox)
+    present = {  # what the runs would otherwise create, so that nothing is written
+        "plugins/hvsync/hv-endpoints": [{"id": 7, "name": HV["name"], "backend_id": 1}],
+        "extras/custom-fields": [{**custom_field_definitions()[0], "id": 1}],
+        "extras/tags": [{"id": 1, "name": MANAGED_TAG, "slug": MANAGED_TAG}],
+        "dcim/device-roles": [{"id": 1, "name": "role", "slug": "role"}],
+        "dcim/sites": [{"id": 1, "name": "site", "slug": "site"}],
+    }
+    netbox = FakeNetBox(rows=present)
+    gets: collections.Counter[str] = collections.Counter()
+    answer = netbox.handle
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        gets[f"{request.method} {request.url.path.removeprefix('/api/').strip('/')}"] += 1
+        return answer(request)
+
+    netbox.handle = handle  # type: ignore[method-assign]
+    backend.context.netbox_transport = netbox.transport
+    c = backend.client
+    assert c.post("/inventory/endpoint", headers=auth, json=INV).status_code == 201
+    r = c.post("/hv/endpoints", headers=auth, json={**HV, "access_methods": ["token"], "max_retries": 0})
+    assert r.status_code == 201, r.text
+
+    def stream(stage: str, job: str) -> collections.Counter[str]:
+        gets.clear()
+        r = c.get(STAGE_ROUTES[stage], headers=auth, params={"job": job})
+        assert parse_stream(r.text)[-1].data["ok"] is True, r.text
+        assert not any(not key.startswith("GET ") for key in gets), gets  # no writes: nothing went stale
+        return collections.Counter(gets)
+
+    stream("virtual-machines", "job-1")
+    later = stream("vm-disks", "job-1")
+    other = stream("vm-disks", "job-2")
+    shared = {
+        f"GET {VMS}",
+        "GET plugins/hvsync/synced-virtual-machines",
+        "GET extras/tags",
+        "GET extras/custom-fields",
+    }
+    assert shared <= set(other)
+    assert not shared & set(later), later
+    assert later[f"GET {DISKS}"] == other[f"GET {DISKS}"] == 1  # what only this stage reads, each time

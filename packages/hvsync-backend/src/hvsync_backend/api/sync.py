@@ -33,7 +33,7 @@ from hvsync_backend.sync.options import (
 )
 from hvsync_backend.sync.proxmox import HvSource
 from hvsync_backend.sync.registry import FULL_UPDATE_ROUTE, STAGES
-from hvsync_backend.sync.runner import execute
+from hvsync_backend.sync.runner import execute, run_netbox
 from hvsync_backend.sync.sources import load_targets
 
 router = APIRouter(tags=["sync"], dependencies=[Depends(require_api_key)], responses=AUTH_RESPONSES)
@@ -254,6 +254,7 @@ def _stream(
                         run_id=run.id,
                         metrics=context.metrics,
                         readers=context.job_reads.readers_for(job, targets.sources),
+                        lists=context.job_reads.lists_for(job, run_netbox(targets.netbox, options)),
                     )
                 finally:
                     context.job_reads.finished(job)

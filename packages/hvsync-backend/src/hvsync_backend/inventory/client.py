@@ -36,6 +36,7 @@ from hvsync_backend.inventory.errors import (
     NetBoxUnreachable,
     redact,
 )
+from hvsync_backend.inventory.list_cache import Key, ListCache, Rows
 from hvsync_backend.inventory.releases import INTERFACE_LISTS, NetBoxRelease, write_primary_macs
 from hvsync_backend.metrics import RequestObserver, observed
 from hvsync_backend.wire import change_sets
@@ -44,22 +45,6 @@ from hvsync_backend.wire.keys import KEY_FIELD
 BRANCH_HEADER = "X-NetBox-Branch"
 #: Seconds an idle keep-alive connection is kept for reuse (below gunicorn's default keepalive of 2 s).
 KEEPALIVE_EXPIRY = 1.5
-#: Lists whose creates and updates change no field the sync reads from any other list (nested objects
-#: are compared by id only; a VM's disk total is not read): a POST/PATCH there makes only that list stale.
-SELF_CONTAINED_WRITES = frozenset(
-    {
-        "virtualization/clusters",
-        "virtualization/virtual-machines",
-        "virtualization/virtual-disks",
-        "virtualization/interfaces",
-        "dcim/devices",
-        "dcim/interfaces",
-        "ipam/ip-addresses",
-        "ipam/vlan-groups",
-        "ipam/vlans",
-        "ipam/prefixes",
-    }
-)
 PAGE_LIMIT = 1000
 #: Largest REST list write: NetBox spends one transaction per object in it, so a bigger list only
 #: takes longer to answer (and to time out) without writing faster.
@@ -144,7 +129,12 @@ async def one_by_one(path: str, writes: list[Callable[[], Awaitable[Any]]]) -> l
 class NetBoxClient:
     """One keep-alive connection pool per sync run; use as an async context manager."""
 
-    def __init__(self, config: NetBoxConfig, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        config: NetBoxConfig,
+        transport: httpx.AsyncBaseTransport | None = None,
+        lists: ListCache | None = None,
+    ) -> None:
         self.config = config
         headers = {
             "Authorization": config.auth_header,
@@ -172,14 +162,11 @@ class NetBoxClient:
         self._writes = asyncio.Semaphore(config.write_concurrency)
         self._secrets = config.secrets()
         self.stats = WriteStats()
-        #: Per-run list cache (off unless a sync run turns it on): list reads keyed by path and query, so
-        #: a second read of the same list in one run costs nothing and reads can be started ahead of the
-        #: kind that needs them. A read is stale once this client writes to its path, or writes anything
-        #: that may change other lists (see `_wrote`).
+        #: List reads kept for reuse (`list_cache.py`; used only once a sync run turns `cache_reads` on):
+        #: a second read of the same list costs nothing and reads can be started ahead of the kind that
+        #: needs them. `lists`: a cache an earlier client of the same sync job left (sync/job_reads.py).
         self.cache_reads = False
-        self._generation = 0
-        self._path_generation: dict[str, int] = {}
-        self._list_cache: dict[tuple[Any, ...], tuple[int, asyncio.Task[list[dict[str, Any]]]]] = {}
+        self.lists = lists if lists is not None else ListCache()
         self._release: asyncio.Task[NetBoxRelease] | None = None
         self._offer: asyncio.Task[ApplyOffer | None] | None = None
         target = max(1.0, config.timeout / 4)
@@ -193,9 +180,7 @@ class NetBoxClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        for _, task in self._list_cache.values():
-            task.cancel()
-        self._list_cache.clear()
+        self.lists.release(self)
         if self._offer is not None and not self._offer.done():
             self._offer.cancel()
         await self._http.aclose()
@@ -219,7 +204,7 @@ class NetBoxClient:
         is_write = method != "GET"
         stale = writes or (method, path)
         if is_write:
-            self._wrote(*stale)  # when a write starts and when it ends: reads in between are stale
+            self.lists.wrote(*stale)  # when a write starts and when it ends: reads in between are stale
         started = time.monotonic()
         try:
             try:
@@ -242,7 +227,7 @@ class NetBoxClient:
             ) from None
         finally:
             if is_write:
-                self._wrote(*stale)
+                self.lists.wrote(*stale)
                 self.stats.write_requests += 1
                 key = f"{method} {path.split('?')[0]}"
                 self.stats.by_path[key] = self.stats.by_path.get(key, 0) + 1
@@ -348,23 +333,9 @@ class NetBoxClient:
         try:
             rows = await asyncio.shield(task)
         except Exception:
-            if self._list_cache.get(key, (0, None))[1] is task:
-                del self._list_cache[key]
+            self.lists.drop(key, task)
             raise
         return [dict(row) for row in rows]
-
-    def _read_generation(self, path: str) -> int:
-        return self._generation + self._path_generation.get(path, 0)
-
-    def _wrote(self, method: str, path: str) -> None:
-        """Make stale what a write may change: its own list; with a delete (cascades) or a write outside
-        `SELF_CONTAINED_WRITES` (support objects, tags, custom fields, MAC objects, plugin records with
-        their signals), every list."""
-        path = path.strip("/").split("?")[0]
-        if method in ("POST", "PATCH") and path in SELF_CONTAINED_WRITES:
-            self._path_generation[path] = self._path_generation.get(path, 0) + 1
-        else:
-            self._generation += 1
 
     def _cached_task(
         self,
@@ -373,7 +344,7 @@ class NetBoxClient:
         fields: Sequence[str] | None,
         brief: bool,
         flat: bool = False,
-    ) -> tuple[tuple[Any, ...], asyncio.Task[list[dict[str, Any]]]]:
+    ) -> tuple[Key, asyncio.Task[Rows]]:
         key = (
             path.strip("/"),
             tuple(
@@ -383,13 +354,13 @@ class NetBoxClient:
             brief,
             flat,
         )
-        entry = self._list_cache.get(key)
-        if entry is not None and entry[0] == self._read_generation(key[0]):
+        task = self.lists.lookup(key, self)
+        if task is not None:
             self.stats.cached_reads += 1
-            return key, entry[1]
+            return key, task
         task = asyncio.ensure_future(self._list_all(path, params, fields, brief, flat))
         task.add_done_callback(_consume_exception)
-        self._list_cache[key] = (self._read_generation(key[0]), task)
+        self.lists.store(key, task, self)
         return key, task
 
     async def _list_all(

@@ -1,13 +1,16 @@
-"""Proxmox answers shared by the stage streams of one sync job.
+"""What the stage streams of one sync job share: Proxmox answers and NetBox list reads.
 
 The plugin runs a sync job as its stages' streams, one after the other, each naming the job (`job=`).
-Each stream is a run of its own, and each run used to read what it needed from Proxmox again: a job read
-every guest's config once per stage that reads guests' configs, six times for a full sync. The readers of a
-job's runs are kept, per hv endpoint, for a while after the run ends, and the job's next run answers from
-them. A job then sees Proxmox as it was at the job's first read of each path, as one run always did.
+Each stream is a run of its own, and each run used to read everything it needed again: a job read every
+guest's config once per stage that reads guests' configs (six times for a full sync), and the VM list and
+its sidecars once per stage that links to VMs. A job's Proxmox readers (per hv endpoint) and its NetBox
+list cache (per NetBox and branch) are kept for a while after a run ends, and the job's next run starts
+from them. A job then sees Proxmox as it was at the job's first read of each path, and NetBox as first
+read plus what the job wrote, as one full-update run always did.
 
 Only answers are kept: a read that failed, was cancelled or was still in flight when its run ended is
-read again. A run without a job id shares nothing; a changed endpoint (a new Proxmox client) starts afresh.
+read again. A run without a job id shares nothing; a changed endpoint (a new Proxmox client) or another
+NetBox, token or branch starts afresh.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
+from hvsync_backend.inventory.client import NetBoxConfig
+from hvsync_backend.inventory.list_cache import ListCache
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 
 #: A job's readers are dropped this long after its last run ended (its stages follow each other closely).
@@ -24,8 +30,15 @@ KEEP_SECONDS = 600.0
 MAX_JOBS = 4
 
 
+@dataclass
+class _Job:
+    used: float
+    readers: dict[int, ProxmoxReader] = field(default_factory=dict)
+    lists: dict[NetBoxConfig, ListCache] = field(default_factory=dict)
+
+
 class JobReads:
-    """The Proxmox readers of recent jobs, by job id and hv endpoint."""
+    """The reads of recent jobs, by job id: Proxmox readers by hv endpoint, NetBox list caches by NetBox."""
 
     def __init__(
         self,
@@ -36,17 +49,17 @@ class JobReads:
         self.keep_seconds = keep_seconds
         self.max_jobs = max_jobs
         self._clock = clock
-        self._jobs: OrderedDict[str, tuple[float, dict[int, ProxmoxReader]]] = OrderedDict()
+        self._jobs: OrderedDict[str, _Job] = OrderedDict()
 
     def readers_for(self, job: str, sources: list[HvSource]) -> dict[int, ProxmoxReader]:
         """The readers a run of `job` over `sources` starts with (endpoint id -> reader): the job's kept
         readers, each of this run's endpoints with its answers only, and only while it reads through the
         same client (the same settings). Readers the run adds are kept with them (a job may run a stage
         for some endpoints at a time). Without a job id: a run's own, empty."""
-        self._expire()
         if not job:
+            self._expire()
             return {}
-        _, readers = self._jobs.pop(job, (0.0, {}))
+        readers = self._touch(job).readers
         for source in sources:
             reader = readers.get(source.backend_id)
             if reader is None:
@@ -55,17 +68,36 @@ class JobReads:
                 reader.carry_over(source)
             else:
                 del readers[source.backend_id]
-        self._jobs[job] = (self._clock(), readers)
-        while len(self._jobs) > self.max_jobs:
-            self._jobs.popitem(last=False)
         return readers
 
+    def lists_for(self, job: str, netbox: NetBoxConfig) -> ListCache | None:
+        """The NetBox list cache a run of `job` against `netbox` (its URL, token and branch) starts with:
+        the job's earlier runs' reads there, or a new cache the job keeps. Without a job id: None (the
+        run's client keeps its own)."""
+        if not job:
+            self._expire()
+            return None
+        lists = self._touch(job).lists
+        if netbox not in lists:
+            lists.clear()  # one NetBox view per job: a run elsewhere starts the job's view afresh
+        return lists.setdefault(netbox, ListCache())
+
     def finished(self, job: str) -> None:
-        """A run of `job` ended: keep its readers from now on."""
+        """A run of `job` ended: keep its reads from now on."""
         if job in self._jobs:
-            self._jobs[job] = (self._clock(), self._jobs[job][1])
+            self._jobs[job].used = self._clock()
+
+    def _touch(self, job: str) -> _Job:
+        """The kept reads of `job` (new if none), now the most recently used."""
+        self._expire()
+        state = self._jobs.pop(job, None) or _Job(self._clock())
+        state.used = self._clock()
+        self._jobs[job] = state
+        while len(self._jobs) > self.max_jobs:
+            self._jobs.popitem(last=False)
+        return state
 
     def _expire(self) -> None:
         now = self._clock()
-        for job in [job for job, (used, _) in self._jobs.items() if now - used > self.keep_seconds]:
+        for job in [job for job, state in self._jobs.items() if now - state.used > self.keep_seconds]:
             del self._jobs[job]

@@ -13,6 +13,7 @@ from typing import Any
 
 from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.inventory.errors import NetBoxError
+from hvsync_backend.inventory.list_cache import ListCache
 from hvsync_backend.metrics import Metrics
 from hvsync_backend.sync.framework import Stage, linked_outside, stage_summary
 from hvsync_backend.sync.options import SyncOptions
@@ -63,6 +64,11 @@ def start_prefetch(ctx: SyncContext) -> None:
         kind.prefetch_current(ctx)
 
 
+def run_netbox(netbox: NetBoxConfig, options: SyncOptions) -> NetBoxConfig:
+    """The NetBox a run writes to: the endpoint's, in the branch the run names (if any)."""
+    return replace(netbox, branch_schema_id=options.inventory_branch_schema_id or netbox.branch_schema_id)
+
+
 async def execute(
     stages: Sequence[Stage],
     *,
@@ -75,12 +81,14 @@ async def execute(
     run_id: str | None = None,
     metrics: Metrics | None = None,
     readers: dict[int, ProxmoxReader] | None = None,
+    lists: ListCache | None = None,
 ) -> dict[str, Any]:
     """Run `stages` in order and emit the final `complete`; returns its payload.
 
     `run_id` is the stream's run id (the plugin passes its job's); sidecars record it as `last_run_id`.
     `metrics` (the backend's) counts the run, each stage's duration and each kind's objects. `readers`:
-    the Proxmox readers to start from, with the answers of the job's earlier runs (sync/job_reads.py)."""
+    the Proxmox readers to start from, with the answers of the job's earlier runs (sync/job_reads.py);
+    `lists`: likewise the NetBox list reads, for `run_netbox(netbox, options)`."""
     started = time.monotonic()
     if netbox is None:
         problem = {"source": "backend", "status": None, "detail": "no inventory endpoint is configured"}
@@ -90,9 +98,7 @@ async def execute(
         await emit("complete", data)
         return data
     own_client = client is None
-    nb = client or NetBoxClient(
-        replace(netbox, branch_schema_id=options.inventory_branch_schema_id or netbox.branch_schema_id)
-    )
+    nb = client or NetBoxClient(run_netbox(netbox, options), lists=lists)
     ctx = SyncContext(netbox=nb, sources=sources, options=options, emit=emit, metrics=metrics)
     if run_id:
         ctx.run_id = run_id
