@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from hvsync_backend.sync.framework import Kind, Stage
+from hvsync_backend.sync.framework import Stage
 from hvsync_backend.sync.guests import wanted
 from hvsync_backend.sync.proxmox import Guest, ProxmoxReader, ProxmoxReadError
 from hvsync_backend.sync.run import SyncContext
@@ -25,21 +25,13 @@ Start = Callable[[Awaitable[Any]], None]
 
 def read_ahead(ctx: SyncContext, later: Sequence[Stage], start: Start) -> None:
     """Start through `start` (the job's keeper of such work) the reads of the kinds of `later` this run
-    does not reconcile itself, one kind after the other in `later`'s order: the stage that comes first
-    finds its reads done first."""
+    does not reconcile itself."""
     running = {type(kind) for kind in ctx.upcoming}
-    kinds = [
-        k for k in {type(k): k for stage in later for k in stage.kinds}.values() if type(k) not in running
-    ]
-    if kinds:
-        start(_in_order(ctx, kinds))
-
-
-async def _in_order(ctx: SyncContext, kinds: list[Kind]) -> None:
-    for kind in kinds:
-        work = kind.read_ahead(ctx)
-        if work is not None:
-            await work
+    for kind in {type(kind): kind for stage in later for kind in stage.kinds}.values():
+        if type(kind) not in running:
+            work = kind.read_ahead(ctx)
+            if work is not None:
+                start(work)
 
 
 async def per_guest(ctx: SyncContext, read: Callable[[ProxmoxReader, Guest], Awaitable[Any]]) -> None:
