@@ -25,7 +25,6 @@ from hvsync_backend.cli import build_parser, main
 from hvsync_backend.config import Settings
 from hvsync_backend.endpoints.schemas import HvEndpointCreate, InventoryEndpointCreate
 from hvsync_backend.sse.runs import Run
-from hvsync_backend.terminal import plan
 from hvsync_backend.terminal.client import BackendClient
 from hvsync_backend.terminal.command import execute
 from hvsync_backend.terminal.config import ConfigError, resolve
@@ -152,16 +151,6 @@ def test_several_stages_run_in_pipeline_order_with_aliases(served: Served, env, 
     sent = served.completes[before:]
     assert [r["complete"] for r in doc["runs"]] == sent
     assert all(c["dry_run"] is True for c in sent)
-
-
-def test_each_stage_names_the_stages_that_follow_it() -> None:
-    """`then` on each stage stream: the backend starts the later stages' Proxmox reads early."""
-    runs = plan.build(["snapshots", "vms", "ips"], False, [])
-    assert [(r.name, r.params) for r in runs] == [
-        ("virtual-machines", {"then": "vm-snapshots,ip-addresses"}),
-        ("vm-snapshots", {"then": "ip-addresses"}),
-        ("ip-addresses", {}),
-    ]
 
 
 def test_full_update_uses_the_full_update_route(served: Served, env, capsys) -> None:

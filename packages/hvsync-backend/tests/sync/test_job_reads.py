@@ -14,8 +14,6 @@ from fake_netbox import AUTH, FakeNetBox
 from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.inventory.list_cache import ListCache
 from hvsync_backend.sse.frames import parse_stream
-from hvsync_backend.sync import runner as runner_module
-from hvsync_backend.sync.ahead import read_ahead
 from hvsync_backend.sync.job_reads import JobReads
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader, ProxmoxReadError
 from hvsync_backend.sync.registry import BY_SLUG
@@ -36,20 +34,13 @@ class Counting:
         self.inner = inner
         self.failing = set(failing or ())
         self.sent: collections.Counter[str] = collections.Counter()
-        #: paths whose answer was an error at least once
-        self.failed: set[str] = set()
 
     async def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         self.sent[path] += 1
         if path in self.failing:
             self.failing.discard(path)  # fails once, then answers
-            self.failed.add(path)
             raise TimeoutError("no answer")
-        try:
-            return await self.inner.get(path, params) if self.inner is not None else {"path": path}
-        except Exception:
-            self.failed.add(path)
-            raise
+        return await self.inner.get(path, params) if self.inner is not None else {"path": path}
 
 
 def configs(sent: collections.Counter[str]) -> int:
@@ -258,131 +249,3 @@ def test_a_jobs_streams_share_their_netbox_reads_through_the_api(backend: Any, a
     assert shared <= set(other)
     assert not shared & set(later), later
     assert later[f"GET {DISKS}"] == other[f"GET {DISKS}"] == 1  # what only this stage reads, each time
-
-
-# -- reads ahead for the job's later streams -------------------------------------------------------------
-
-
-def ahead_reads(sent: collections.Counter[str]) -> collections.Counter[str]:
-    return collections.Counter(
-        {path: n for path, n in sent.items() if path.endswith(("/snapshot", "/network-get-interfaces"))}
-    )
-
-
-async def test_a_stream_starts_the_proxmox_reads_of_the_jobs_later_stages(pve_emulator) -> None:
-    """The VM stream of a job that runs vm-snapshots and ip-addresses later starts their per-guest reads;
-    they run on after the stream ends, and the later streams send none of their own."""
-    base = emulator_source(pve_emulator)
-    client = Counting(base.client)
-    source = HvSource(base.backend_id, base.name, client, site_slug=base.site_slug)
-    netbox = MemoryNetBox()
-    netbox.rows[PLUGIN_ENDPOINTS] = {1: {"id": 1, "name": "emu (inv:1)", "backend_id": 1}}
-    jobs = JobReads()
-    later = [BY_SLUG["vm-snapshots"], BY_SLUG["ip-addresses"]]
-    await run_one(jobs, "job-1", source, netbox, "devices")
-    ctx = run_context(source, netbox)
-    ctx.readers = jobs.readers_for("job-1", [source])
-    ctx.upcoming = list(BY_SLUG["virtual-machines"].kinds)
-    start = jobs.read_ahead("job-1")
-    assert start is not None
-    read_ahead(ctx, later, start)
-    await BY_SLUG["virtual-machines"].run(ctx)
-    ctx.cancel_background()
-    jobs.finished("job-1")
-    await asyncio.gather(*jobs._jobs["job-1"].ahead)  # they outlive the stream that started them
-    read = ahead_reads(client.sent)
-    assert sum(1 for path in read if path.endswith("/snapshot")) >= 5
-    assert sum(1 for path in read if path.endswith("/network-get-interfaces")) >= 3
-    for slug in ("vm-snapshots", "vm-interfaces", "ip-addresses"):
-        await run_one(jobs, "job-1", source, netbox, slug)
-    again = ahead_reads(client.sent) - read
-    assert set(again) <= client.failed  # read again: only what failed (guest agents not running)
-    assert set(read) - client.failed  # ... most answered and were not read again
-    assert netbox.rows["plugins/hvsync/snapshots"]  # ... and the stages wrote from what was read ahead
-    assert netbox.rows["ipam/ip-addresses"]
-    assert jobs.read_ahead("") is None  # a run without a job reads nothing ahead
-
-
-async def test_reads_ahead_in_flight_carry_over_and_cancelled_ones_are_read_again() -> None:
-    gate = asyncio.Event()
-
-    class Slow(Counting):
-        async def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
-            self.sent[path] += 1
-            await gate.wait()
-            return {"path": path}
-
-    client = Slow()
-    source = HvSource(1, "pve (inv:1)", client)
-    jobs = JobReads()
-    reader = jobs.readers_for("job-1", [source]).setdefault(1, ProxmoxReader(source))
-    ahead = asyncio.ensure_future(reader.get("nodes/a/qemu/1/snapshot", ahead=True))
-    own = asyncio.ensure_future(reader.get("nodes/a/qemu/1/config"))
-    while len(client.sent) < 2:  # both reads sent, neither answered
-        await asyncio.sleep(0)
-    own.cancel()  # the stream's own background read, cancelled when the stream ends
-    jobs.finished("job-1")
-    again = jobs.readers_for("job-1", [source])[1]
-    gate.set()
-    assert await again.get("nodes/a/qemu/1/snapshot") == {"path": "nodes/a/qemu/1/snapshot"}
-    assert await again.get("nodes/a/qemu/1/config") == {"path": "nodes/a/qemu/1/config"}
-    assert await ahead == {"path": "nodes/a/qemu/1/snapshot"}
-    assert client.sent == {"nodes/a/qemu/1/snapshot": 1, "nodes/a/qemu/1/config": 2}
-
-
-def test_then_names_known_stages_only(backend: Any, auth: dict[str, str]) -> None:
-    for then in ("vm-snapshots,no-such-stage", "VM", "a,,b"):
-        r = backend.client.get(STAGE_ROUTES["devices"], headers=auth, params={"job": "job-1", "then": then})
-        assert r.status_code == 422, (then, r.text)
-        assert r.json()["detail"][0]["loc"] == ["query", "then"]
-    assert (
-        "no-such-stage"
-        in backend.client.get(
-            STAGE_ROUTES["devices"], headers=auth, params={"then": "vm-snapshots,no-such-stage"}
-        ).json()["detail"][0]["msg"]
-    )
-
-
-def test_a_jobs_stream_reads_ahead_for_the_stages_it_names(
-    backend: Any, auth: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The stage routes start the reads ahead for `then` when the stream names its job, and only then."""
-    started: list[tuple[list[str], bool]] = []
-
-    def record(ctx: Any, later: Any, start: Any) -> None:
-        started.append(([stage.slug for stage in later], start is not None))
-
-    monkeypatch.setattr(runner_module, "read_ahead", record)
-    backend.context.proxmox.transport_factory = lambda target: httpx.MockTransport(fake_proxmox)
-    backend.context.netbox_transport = FakeNetBox(
-        rows={"plugins/hvsync/hv-endpoints": [{"id": 7, "name": HV["name"], "backend_id": 1}]}
-    ).transport
-    c = backend.client
-    assert c.post("/inventory/endpoint", headers=auth, json=INV).status_code == 201
-    r = c.post("/hv/endpoints", headers=auth, json={**HV, "access_methods": ["token"], "max_retries": 0})
-    assert r.status_code == 201, r.text
-    then = "vm-snapshots,ip-addresses"
-    for params in ({"job": "job-1", "then": then}, {"then": then}, {"job": "job-2"}):
-        r = c.get(STAGE_ROUTES["virtual-machines"], headers=auth, params=params)
-        assert parse_stream(r.text)[-1].event == "complete", r.text
-    assert started == [(["vm-snapshots", "ip-addresses"], True)]
-    assert "job-1" in backend.context.job_reads._jobs
-    assert c.post("/sync/cancel", headers=auth, params={"job": "job-1"}).status_code == 200
-    assert "job-1" not in backend.context.job_reads._jobs  # cancelling the job drops its reads
-
-
-async def test_a_cancelled_or_expired_job_stops_its_reads_ahead() -> None:
-    now = [0.0]
-    jobs = JobReads(keep_seconds=60, clock=lambda: now[0])
-    never = asyncio.Event()
-    for job in ("cancelled", "expired"):
-        jobs.readers_for(job, [])
-        start = jobs.read_ahead(job)
-        assert start is not None
-        start(never.wait())
-    cancelled, expired = (next(iter(jobs._jobs[job].ahead)) for job in ("cancelled", "expired"))
-    jobs.forget("cancelled")
-    now[0] = 61.0
-    assert jobs.readers_for("other", []) == {}  # any use of the keeper drops what expired
-    await asyncio.sleep(0)
-    assert cancelled.cancelled() and expired.cancelled()

@@ -32,7 +32,7 @@ from hvsync_backend.sync.options import (
     SyncOptions,
 )
 from hvsync_backend.sync.proxmox import HvSource
-from hvsync_backend.sync.registry import BY_SLUG, FULL_UPDATE_ROUTE, STAGES
+from hvsync_backend.sync.registry import FULL_UPDATE_ROUTE, STAGES
 from hvsync_backend.sync.runner import execute, run_netbox
 from hvsync_backend.sync.sources import load_targets
 
@@ -152,28 +152,6 @@ Job = Annotated[
         examples=["job-1"],
     ),
 ]
-#: The stages the caller's job runs after this stream, whose Proxmox reads may start now (sync/ahead.py).
-Then = Annotated[
-    str | None,
-    Query(
-        description="with `job`: the stage slugs the job runs after this stream, comma-separated; their "
-        "per-guest Proxmox reads start now and are kept for the job's later streams",
-        pattern=r"^[a-z-]+(,[a-z-]+)*$",
-        max_length=400,
-        examples=["vm-snapshots,ip-addresses"],
-    ),
-]
-
-
-def _later_stages(then: str | None) -> list[Stage]:
-    """The stages `then` names, in its order; an unknown slug is a 422 naming `then`."""
-    slugs = [slug for slug in (then or "").split(",") if slug]
-    unknown = sorted(set(slugs) - set(BY_SLUG))
-    if unknown:
-        raise _query_error("then", f"unknown stage(s): {', '.join(unknown)}")
-    return [BY_SLUG[slug] for slug in slugs]
-
-
 RunId = Annotated[
     str | None, Query(description="reconnect to this run explicitly (with Last-Event-ID)", max_length=64)
 ]
@@ -201,7 +179,6 @@ async def cancel(
     worker; the runs end within a few seconds with a `complete` saying so. 200 `{cancelled: <leases>}`
     (0: nothing of that job is running)."""
     flagged = await anyio.to_thread.run_sync(lambda: leases(context).request_cancel(job))
-    context.job_reads.forget(job)  # and this process's reads ahead for the job's later streams
     return JSONResponse({"cancelled": flagged})
 
 
@@ -230,7 +207,6 @@ def _stream(
     last_event_id: str | None,
     job: str | None,
     run_id: str | None,
-    later: list[Stage] | None = None,
 ) -> StreamingResponse:
     job = job or ""  # validated (a 422, not a broken stream) before the stream starts
 
@@ -279,8 +255,6 @@ def _stream(
                         metrics=context.metrics,
                         readers=context.job_reads.readers_for(job, targets.sources),
                         lists=context.job_reads.lists_for(job, run_netbox(targets.netbox, options)),
-                        later=later or (),
-                        read_ahead_with=context.job_reads.read_ahead(job),
                     )
                 finally:
                     context.job_reads.finished(job)
@@ -316,12 +290,10 @@ def _add_stage_route(stage: Stage) -> None:
         context: Ctx,
         options: Scope,
         job: Job = None,
-        then: Then = None,
         run_id: RunId = None,
         last_event_id: LastEventId = None,
     ) -> StreamingResponse:
-        later = _later_stages(then)
-        return _stream(request, context, [stage], stage.slug, options, last_event_id, job, run_id, later)
+        return _stream(request, context, [stage], stage.slug, options, last_event_id, job, run_id)
 
     stream.__doc__ = f"Stage `{stage.slug}` ({stage.title}) as a server-sent-event stream."
     router.add_api_route(

@@ -117,11 +117,6 @@ class Kind(ABC):
         if self.sidecar is not None:
             ctx.background(sidecars.prefetch(ctx, self))
 
-    def read_ahead(self, ctx: SyncContext) -> Awaitable[Any] | None:
-        """The per-guest Proxmox reads a later stream of the same job will need for this kind, to start in
-        an earlier one (sync/ahead.py); None: nothing worth reading ahead."""
-        return None
-
     def prefetch(self, ctx: SyncContext) -> None:
         """Start every NetBox read reconciling this kind makes that is known at the run's start; kinds that
         look up supporting objects or warm Proxmox reads add theirs."""

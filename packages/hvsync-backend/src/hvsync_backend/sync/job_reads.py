@@ -15,12 +15,10 @@ NetBox, token or branch starts afresh.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from hvsync_backend.inventory.client import NetBoxConfig
 from hvsync_backend.inventory.list_cache import ListCache
@@ -37,12 +35,6 @@ class _Job:
     used: float
     readers: dict[int, ProxmoxReader] = field(default_factory=dict)
     lists: dict[NetBoxConfig, ListCache] = field(default_factory=dict)
-    #: reads a stream started for the job's later streams (sync/ahead.py), running between streams
-    ahead: set[asyncio.Task[Any]] = field(default_factory=set)
-
-    def drop(self) -> None:
-        for task in self.ahead:
-            task.cancel()
 
 
 class JobReads:
@@ -90,29 +82,6 @@ class JobReads:
             lists.clear()  # one NetBox view per job: a run elsewhere starts the job's view afresh
         return lists.setdefault(netbox, ListCache())
 
-    def read_ahead(self, job: str) -> Callable[[Awaitable[Any]], None] | None:
-        """How a run of `job` starts reads for the job's later streams: as the job's own tasks, which run
-        on when the run ends and are cancelled when the job's reads are dropped. None without a job."""
-        if not job:
-            return None
-
-        def start(work: Awaitable[Any]) -> None:
-            state = self._jobs.get(job)
-            task = asyncio.ensure_future(work)
-            if state is None:  # dropped meanwhile: nobody would use the answers
-                task.cancel()
-                return
-            state.ahead.add(task)
-            task.add_done_callback(state.ahead.discard)
-
-        return start
-
-    def forget(self, job: str) -> None:
-        """The job was cancelled: drop its reads and stop its reads ahead."""
-        state = self._jobs.pop(job, None)
-        if state is not None:
-            state.drop()
-
     def finished(self, job: str) -> None:
         """A run of `job` ended: keep its reads from now on."""
         if job in self._jobs:
@@ -125,10 +94,10 @@ class JobReads:
         state.used = self._clock()
         self._jobs[job] = state
         while len(self._jobs) > self.max_jobs:
-            self._jobs.popitem(last=False)[1].drop()
+            self._jobs.popitem(last=False)
         return state
 
     def _expire(self) -> None:
         now = self._clock()
         for job in [job for job, state in self._jobs.items() if now - state.used > self.keep_seconds]:
-            self._jobs.pop(job).drop()
+            del self._jobs[job]

@@ -106,44 +106,43 @@ GUEST_UNREADABLE = frozenset({404, 500, 595})
 class ProxmoxReader:
     """Cached, bounded reads of one endpoint for the duration of one run."""
 
-    def __init__(self, source: HvSource, concurrency: int = 8, ahead: int = 4) -> None:
+    def __init__(self, source: HvSource, concurrency: int = 8) -> None:
         self.source = source
         self._sem = asyncio.Semaphore(concurrency)
-        #: reads started for a later stream of the job (`ahead=True`) have slots of their own, so they
-        #: never queue the running stream's reads behind them
-        self._ahead = asyncio.Semaphore(ahead)
         self._cache: dict[str, asyncio.Task[Any]] = {}
         #: VMID -> why its config could not be read (GUEST_UNREADABLE); such guests are left out
         self.unreadable: dict[int, ProxmoxReadError] = {}
 
     def carry_over(self, source: HvSource) -> None:
-        """Serve a next run of the same job over `source` (sync/job_reads.py): keep the answers and the
-        reads still in flight that nothing cancelled (the job's reads ahead, sync/ahead.py); forget the
-        failures and the cancelled reads (they are read again)."""
+        """Serve a next run of the same job over `source` (sync/job_reads.py): keep the answers, forget the
+        failures, cancellations and reads still in flight (they are read again)."""
         self.source = source
-        self._cache = {key: task for key, task in self._cache.items() if _kept(task)}
+        self._cache = {
+            key: task
+            for key, task in self._cache.items()
+            if task.done() and not task.cancelled() and task.exception() is None
+        }
         self.unreadable = {}
 
-    async def get(self, path: str, params: dict[str, Any] | None = None, *, ahead: bool = False) -> Any:
-        """One read, once per reader. `ahead`: for a later stream of the job, in the slots kept for that."""
+    async def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         key = path + "?" + "&".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
         task = self._cache.get(key)
         if task is None:
-            task = asyncio.ensure_future(self._fetch(path, params, self._ahead if ahead else self._sem))
+            task = asyncio.ensure_future(self._fetch(path, params))
             self._cache[key] = task
         return await task
 
-    async def _fetch(self, path: str, params: dict[str, Any] | None, slots: asyncio.Semaphore) -> Any:
-        async with slots:
+    async def _fetch(self, path: str, params: dict[str, Any] | None) -> Any:
+        async with self._sem:
             try:
                 return await self.source.client.get(path, params)
             except Exception as exc:
                 raise ProxmoxReadError(self.source, path, exc) from None
 
-    async def optional(self, path: str, params: dict[str, Any] | None = None, *, ahead: bool = False) -> Any:
+    async def optional(self, path: str, params: dict[str, Any] | None = None) -> Any:
         """A read whose failure only means 'not available' (guest agent not running, feature off)."""
         try:
-            return await self.get(path, params, ahead=ahead)
+            return await self.get(path, params)
         except ProxmoxReadError:
             return None
 
@@ -204,15 +203,13 @@ class ProxmoxReader:
             guests = readable
         return sorted(guests, key=lambda g: g.vmid)
 
-    async def guest_addresses(self, guest: Guest, *, ahead: bool = False) -> list[tuple[str, str]]:
+    async def guest_addresses(self, guest: Guest) -> list[tuple[str, str]]:
         """(MAC, address/prefix) pairs a running guest reports: QEMU guest agent or LXC interfaces."""
         pairs: list[tuple[str, str]] = []
         if guest.kind == "qemu":
             if guest.status != "running":
                 return pairs
-            answer = await self.optional(
-                f"nodes/{guest.node}/qemu/{guest.vmid}/agent/network-get-interfaces", ahead=ahead
-            )
+            answer = await self.optional(f"nodes/{guest.node}/qemu/{guest.vmid}/agent/network-get-interfaces")
             ifaces = answer.get("result", []) if isinstance(answer, dict) else (answer or [])
             for iface in ifaces:
                 mac = str(iface.get("hardware-address") or "").upper()
@@ -221,7 +218,7 @@ class ProxmoxReader:
                     if mac and ip and prefix is not None:
                         pairs.append((mac, f"{ip}/{prefix}"))
         else:
-            answer = await self.optional(f"nodes/{guest.node}/lxc/{guest.vmid}/interfaces", ahead=ahead)
+            answer = await self.optional(f"nodes/{guest.node}/lxc/{guest.vmid}/interfaces")
             for iface in answer or []:
                 mac = str(iface.get("hwaddr") or "").upper()
                 for key in ("inet", "inet6"):
@@ -229,13 +226,6 @@ class ProxmoxReader:
                     if mac and value:
                         pairs.append((mac, str(value)))
         return pairs
-
-
-def _kept(task: asyncio.Task[Any]) -> bool:
-    """An answer, or a read in flight no one has asked to cancel."""
-    if not task.done():
-        return task.cancelling() == 0
-    return not task.cancelled() and task.exception() is None
 
 
 Reporter = Callable[[dict[str, Any]], Awaitable[None]]

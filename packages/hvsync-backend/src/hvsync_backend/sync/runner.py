@@ -15,7 +15,6 @@ from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.inventory.list_cache import ListCache
 from hvsync_backend.metrics import Metrics
-from hvsync_backend.sync.ahead import Start, read_ahead
 from hvsync_backend.sync.framework import Stage, linked_outside, stage_summary
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.plugin_endpoints import prefetch_plugin_endpoints
@@ -83,16 +82,13 @@ async def execute(
     metrics: Metrics | None = None,
     readers: dict[int, ProxmoxReader] | None = None,
     lists: ListCache | None = None,
-    later: Sequence[Stage] = (),
-    read_ahead_with: Start | None = None,
 ) -> dict[str, Any]:
     """Run `stages` in order and emit the final `complete`; returns its payload.
 
     `run_id` is the stream's run id (the plugin passes its job's); sidecars record it as `last_run_id`.
     `metrics` (the backend's) counts the run, each stage's duration and each kind's objects. `readers`:
     the Proxmox readers to start from, with the answers of the job's earlier runs (sync/job_reads.py);
-    `lists`: likewise the NetBox list reads, for `run_netbox(netbox, options)`. `later`: the stages the
-    job runs after this run, whose Proxmox reads start now through `read_ahead_with` (sync/ahead.py)."""
+    `lists`: likewise the NetBox list reads, for `run_netbox(netbox, options)`."""
     started = time.monotonic()
     if netbox is None:
         problem = {"source": "backend", "status": None, "detail": "no inventory endpoint is configured"}
@@ -109,8 +105,6 @@ async def execute(
     if readers is not None:
         ctx.readers = readers
     ctx.upcoming = [kind for stage in stages for kind in stage.kinds]
-    if read_ahead_with is not None and later and sources:
-        read_ahead(ctx, later, read_ahead_with)
     nb.cache_reads = True
     if nb.config.apply_path:
         nb.discover()  # first: the run's flat reads all wait on it

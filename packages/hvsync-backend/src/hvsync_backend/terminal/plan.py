@@ -97,14 +97,7 @@ def build(names: list[str], full: bool, selections: list[tuple[str, str]]) -> li
         raise ConfigError("--all runs every stage; do not name stages or objects with it")
     if full:
         return [Run("full-update", wire.FULL_UPDATE_ROUTE, stream=True)]
-    slugs = stage_slugs(names)
-    # `then`: the stages that follow, whose Proxmox reads the backend starts early (docs/sync.md)
-    runs = [
-        Run(slug, wire.STAGE_ROUTES[slug], stream=True, params={"then": ",".join(slugs[i + 1 :])})
-        if slugs[i + 1 :]
-        else Run(slug, wire.STAGE_ROUTES[slug], stream=True)
-        for i, slug in enumerate(slugs)
-    ]
+    runs = [Run(slug, wire.STAGE_ROUTES[slug], stream=True) for slug in stage_slugs(names)]
     runs += [selected(kind, value) for kind, value in selections]
     if not runs:
         raise ConfigError("nothing to run: name stages (e.g. `sync vms`), --all, or an object (--vm 1:100)")

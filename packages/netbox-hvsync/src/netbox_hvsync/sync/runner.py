@@ -324,8 +324,6 @@ class SyncRun(RunState):
             for call in calls:
                 self.begin_progress(stage, index, len(stages))
                 params = {"hv_endpoint_ids": call.backend_ids_csv, **call.modes.query, **base_params}
-                if stages[index:]:  # the backend starts their Proxmox reads now (docs/sync.md, "Read ahead")
-                    params["then"] = ",".join(stages[index:])
                 try:
                     run, entry, resolved = self._stage_call(resolved, stage, call, params, runtime)
                 finally:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-from collections.abc import Awaitable
 from typing import Any
 
 from hvsync_backend.sync import sidecars
-from hvsync_backend.sync.ahead import per_guest
 from hvsync_backend.sync.framework import Kind, known_ids
 from hvsync_backend.sync.guests import guests, vm_key, warm_guests
 from hvsync_backend.sync.parse import Sighting, nics
@@ -154,9 +152,6 @@ class IPAddressKind(Kind):
     def prefetch(self, ctx: SyncContext) -> None:
         warm_guests(ctx, addresses=True)
         super().prefetch(ctx)
-
-    def read_ahead(self, ctx: SyncContext) -> Awaitable[Any] | None:
-        return per_guest(ctx, lambda reader, guest: reader.guest_addresses(guest, ahead=True))
 
     async def current(self, ctx: SyncContext) -> dict[str, Current]:
         if ctx.ip.current is None:

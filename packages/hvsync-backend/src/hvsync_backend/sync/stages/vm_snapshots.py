@@ -7,11 +7,9 @@ field is needed: the key is rebuilt from the managed VM's identity and the snaps
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import Any
 
-from hvsync_backend.sync.ahead import per_guest
 from hvsync_backend.sync.framework import Kind, known_ids
 from hvsync_backend.sync.guests import guests, vm_key
 from hvsync_backend.sync.proxmox import Guest, HvSource, ProxmoxReader
@@ -29,10 +27,6 @@ def iso(epoch: Any) -> str | None:
     return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def snapshot_list(guest: Guest) -> str:
-    return f"nodes/{guest.node}/{guest.kind}/{guest.vmid}/snapshot"
-
-
 async def snapshots(ctx: SyncContext) -> dict[int, dict[int, list[dict[str, Any]]]]:
     """endpoint -> vmid -> snapshots (without Proxmox's 'current' pseudo-entry), cached for the run."""
     if ctx.reads.snapshots is None:
@@ -40,7 +34,7 @@ async def snapshots(ctx: SyncContext) -> dict[int, dict[int, list[dict[str, Any]
 
         async def read(source: HvSource, reader: ProxmoxReader) -> dict[int, list[dict[str, Any]]]:
             async def one(guest: Guest) -> list[dict[str, Any]]:
-                rows = await reader.get(snapshot_list(guest)) or []
+                rows = await reader.get(f"nodes/{guest.node}/{guest.kind}/{guest.vmid}/snapshot") or []
                 return [r for r in rows if r.get("name") and r.get("name") != "current"]
 
             found = by_endpoint.get(source.backend_id, [])
@@ -59,9 +53,6 @@ class SnapshotKind(Kind):
 
     def linked_kinds(self) -> tuple[Kind, ...]:
         return (VirtualMachineKind(),)
-
-    def read_ahead(self, ctx: SyncContext) -> Awaitable[Any] | None:
-        return per_guest(ctx, lambda reader, guest: reader.get(snapshot_list(guest), ahead=True))
 
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
         found = await snapshots(ctx)
