@@ -118,6 +118,26 @@ async def test_an_endpoint_with_new_settings_or_an_old_job_starts_afresh() -> No
     assert jobs.readers_for("a", [old]) == {}  # the least recently used of more than 2 jobs went
 
 
+def test_a_running_job_keeps_its_reads_and_an_idle_one_loses_them_after_a_minute() -> None:
+    """A job's streams follow each other closely; the same id used again later (a cron job with a fixed
+    id) must read the world afresh, and a long stream must not lose its job's reads meanwhile."""
+    now = [0.0]
+    jobs = JobReads(clock=lambda: now[0])
+    assert jobs.keep_seconds == 60
+    source = HvSource(1, "pve (inv:1)", Counting())
+    jobs.started("long")
+    jobs.readers_for("long", [source])[1] = ProxmoxReader(source)
+    now[0] = 600.0  # a stream that runs ten minutes
+    assert jobs.readers_for("other", [source]) == {}  # (any use drops what expired)
+    assert 1 in jobs.readers_for("long", [source])  # still running: kept
+    jobs.finished("long")
+    now[0] = 659.0
+    assert 1 in jobs.readers_for("long", [source])  # the job's next stream, within the minute
+    jobs.finished("long")
+    now[0] = 720.0
+    assert jobs.readers_for("long", [source]) == {}  # the same id a minute later: afresh
+
+
 # -- NetBox list reads ---------------------------------------------------------------------------------
 
 VMS = "virtualization/virtual-machines"

@@ -146,7 +146,8 @@ JOB_ID_MAX = 64
 Job = Annotated[
     str | None,
     Query(
-        description="the caller's job id (up to 64 of A-Z a-z 0-9 _ . : -); `POST /sync/cancel` stops its runs",
+        description="the caller's job id (up to 64 of A-Z a-z 0-9 _ . : -); `POST /sync/cancel` stops its runs, "
+        "and the streams of one job share their reads: give each job a new id",
         pattern=rf"^{JOB_ID_CHAR}{{0,{JOB_ID_MAX}}}$",
         max_length=JOB_ID_MAX,
         examples=["job-1"],
@@ -243,6 +244,7 @@ def _stream(
                         await release()  # free before the client reads `complete` and starts the next run
                     await emit(event, data)
 
+                context.job_reads.started(job)
                 try:
                     await execute(
                         stages,

@@ -10,7 +10,10 @@ read plus what the job wrote, as one full-update run always did.
 
 Only answers are kept: a read that failed, was cancelled or was still in flight when its run ended is
 read again. A run without a job id shares nothing; a changed endpoint (a new Proxmox client) or another
-NetBox, token or branch starts afresh.
+NetBox, token or branch starts afresh. A job's streams follow each other within a second or two, so its
+reads are kept only a minute after its last stream ended (never while one runs): a caller that gives
+every run the same id (a cron job with a fixed `--job`) starts each run afresh, unless it runs again
+within that minute.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from hvsync_backend.inventory.client import NetBoxConfig
 from hvsync_backend.inventory.list_cache import ListCache
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 
-#: A job's readers are dropped this long after its last run ended (its stages follow each other closely).
-KEEP_SECONDS = 600.0
+#: A job's reads are dropped this long after its last run ended (its stages follow each other closely;
+#: a later run reusing the id must not see the world as an earlier job read it).
+KEEP_SECONDS = 60.0
 #: At most this many jobs' readers are kept (the least recently used go first).
 MAX_JOBS = 4
 
@@ -33,6 +37,8 @@ MAX_JOBS = 4
 @dataclass
 class _Job:
     used: float
+    #: runs of the job now in progress (the job's reads are not dropped while one runs)
+    running: int = 0
     readers: dict[int, ProxmoxReader] = field(default_factory=dict)
     lists: dict[NetBoxConfig, ListCache] = field(default_factory=dict)
 
@@ -82,10 +88,17 @@ class JobReads:
             lists.clear()  # one NetBox view per job: a run elsewhere starts the job's view afresh
         return lists.setdefault(netbox, ListCache())
 
+    def started(self, job: str) -> None:
+        """A run of `job` starts: its reads stay until it has `finished`."""
+        if job:
+            self._touch(job).running += 1
+
     def finished(self, job: str) -> None:
-        """A run of `job` ended: keep its reads from now on."""
+        """A run of `job` ended: keep its reads `keep_seconds` from now."""
         if job in self._jobs:
-            self._jobs[job].used = self._clock()
+            state = self._jobs[job]
+            state.running = max(0, state.running - 1)
+            state.used = self._clock()
 
     def _touch(self, job: str) -> _Job:
         """The kept reads of `job` (new if none), now the most recently used."""
@@ -99,5 +112,9 @@ class JobReads:
 
     def _expire(self) -> None:
         now = self._clock()
-        for job in [job for job, state in self._jobs.items() if now - state.used > self.keep_seconds]:
+        for job in [
+            job
+            for job, state in self._jobs.items()
+            if not state.running and now - state.used > self.keep_seconds
+        ]:
             del self._jobs[job]
