@@ -54,9 +54,6 @@ class ListCache:
         self._path_generation: dict[str, int] = {}
         self._entries: dict[Key, _Entry] = {}
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def generation(self, path: str) -> int:
         return self._generation + self._path_generation.get(path, 0)
 

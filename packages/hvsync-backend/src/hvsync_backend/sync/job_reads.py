@@ -40,11 +40,13 @@ class _Job:
     #: runs of the job now in progress (the job's reads are not dropped while one runs)
     running: int = 0
     readers: dict[int, ProxmoxReader] = field(default_factory=dict)
-    lists: dict[NetBoxConfig, ListCache] = field(default_factory=dict)
+    #: the NetBox (URL, token, branch) the job's list cache was read from, and the cache
+    netbox: NetBoxConfig | None = None
+    lists: ListCache = field(default_factory=ListCache)
 
 
 class JobReads:
-    """The reads of recent jobs, by job id: Proxmox readers by hv endpoint, NetBox list caches by NetBox."""
+    """The reads of recent jobs, by job id: Proxmox readers by hv endpoint and one NetBox list cache."""
 
     def __init__(
         self,
@@ -83,10 +85,10 @@ class JobReads:
         if not job:
             self._expire()
             return None
-        lists = self._touch(job).lists
-        if netbox not in lists:
-            lists.clear()  # one NetBox view per job: a run elsewhere starts the job's view afresh
-        return lists.setdefault(netbox, ListCache())
+        state = self._touch(job)
+        if state.netbox != netbox:  # one NetBox view per job: a run elsewhere starts it afresh
+            state.netbox, state.lists = netbox, ListCache()
+        return state.lists
 
     def started(self, job: str) -> None:
         """A run of `job` starts: its reads stay until it has `finished`."""
