@@ -12,7 +12,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-import httpx
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
@@ -35,9 +34,14 @@ class RequestObserver(Protocol):
     def __call__(self, method: str, status: str, seconds: float) -> None: ...
 
 
-async def observed(
-    observe: RequestObserver | None, method: str, send: Awaitable[httpx.Response]
-) -> httpx.Response:
+class Answered(Protocol):
+    """What `observed` reads of an answer: an httpx response, or the Proxmox wire's Answer."""
+
+    @property
+    def status_code(self) -> int: ...
+
+
+async def observed[A: Answered](observe: RequestObserver | None, method: str, send: Awaitable[A]) -> A:
     """Await ``send`` and report its status (or ``error`` for a transport failure) and latency.
 
     Cancellation (a prefetch the run no longer needs) is not a request outcome and is not reported."""

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 import pytest
+from hvsync_backend.hv.client import ProxmoxClient
 from hvsync_backend.inventory.batching import parent_keys
 from hvsync_backend.sync.registry import BY_SLUG, STAGES
 from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
@@ -43,6 +44,9 @@ async def run_stages(ctx: SyncContext, slugs: list[str] | None = None) -> dict[s
             results[stage.slug] = counts
     finally:
         ctx.cancel_background()
+        for source in ctx.sources:  # its connections (opened again if the run goes on)
+            if isinstance(source.client, ProxmoxClient):
+                await source.client.aclose()
     return results
 
 

@@ -3,7 +3,8 @@
 - Auth: API token (``PVEAPIToken=<user>!<tokenid>=<secret>``) or ticket login (``POST /access/ticket``),
   in the endpoint's ``access_methods`` order; a 401 falls through to the next method. Tickets are cached
   and renewed before Proxmox's two-hour expiry, or at once when Proxmox answers 401.
-- One ``httpx.AsyncClient`` per endpoint (keep-alive); every request has the endpoint's timeout.
+- One keep-alive connection pool per endpoint (hv/wire.py: aiohttp, or a given httpx transport); every
+  request has the endpoint's timeout.
 - GETs are retried ``max_retries`` times on transport errors and 5xx, sleeping ``retry_backoff * 2**n``;
   writes are never retried.
 """
@@ -23,6 +24,7 @@ from hvsync_backend.hv.errors import (
     ProxmoxNotConfigured,
     ProxmoxUnreachable,
 )
+from hvsync_backend.hv.wire import Answer, SendFailed, open_wire
 from hvsync_backend.metrics import RequestObserver, observed
 from hvsync_backend.wire.redaction import sweep_text
 
@@ -40,13 +42,12 @@ class ProxmoxClient:
     ) -> None:
         self.target = target
         self._observer = observer
-        self._http = httpx.AsyncClient(
-            base_url=target.api_url,
+        self._wire = open_wire(
+            target.api_url,
             verify=target.verify_ssl,
-            timeout=httpx.Timeout(target.timeout),
-            transport=transport,
-            follow_redirects=False,
+            timeout=target.timeout,
             headers={"Accept": "application/json", "User-Agent": "hvsync-backend"},
+            transport=transport,
         )
         self._methods = self._usable_methods()
         self._method_index = 0
@@ -68,7 +69,7 @@ class ProxmoxClient:
         return await self._call("DELETE", path, params=params, retries=0)
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self._wire.aclose()
 
     async def __aenter__(self) -> ProxmoxClient:
         return self
@@ -166,7 +167,7 @@ class ProxmoxClient:
         data: dict[str, Any] | None = None,
         headers: dict[str, str],
         retries: int,
-    ) -> httpx.Response:
+    ) -> Answer:
         url = path if path.startswith("/") else f"/{path}"
         attempt = 0
         while True:
@@ -174,18 +175,17 @@ class ProxmoxClient:
                 response = await observed(
                     self._observer,
                     http_method,
-                    self._http.request(http_method, url, params=params, data=data, headers=headers),
+                    self._wire.send(http_method, url, params=params, form=data, headers=headers),
                 )
-            except httpx.TransportError as exc:
+            except SendFailed as exc:
                 if attempt < retries:
                     await self._backoff(attempt)
                     attempt += 1
                     continue
-                kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "unreachable"
-                detail = self._scrub(str(exc)) or type(exc).__name__
+                kind = "timed out" if exc.timed_out else "unreachable"
+                detail = self._scrub(str(exc)) or exc.kind
                 raise ProxmoxUnreachable(
-                    self.target.label,
-                    f"{kind} after {attempt + 1} attempt(s): {type(exc).__name__}: {detail}",
+                    self.target.label, f"{kind} after {attempt + 1} attempt(s): {exc.kind}: {detail}"
                 ) from None
             if response.status_code >= 500 and attempt < retries:
                 await self._backoff(attempt)
@@ -198,7 +198,7 @@ class ProxmoxClient:
         if delay > 0:
             await asyncio.sleep(delay)
 
-    def _unwrap(self, response: httpx.Response) -> Any:
+    def _unwrap(self, response: Answer) -> Any:
         status = response.status_code
         if status >= 400:
             reason = response.reason_phrase or ""
