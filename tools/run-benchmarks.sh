@@ -5,6 +5,7 @@
 # The queue-wait benchmark runs on the demo cluster and after a 1,000-VM initial sync (issue 13's case).
 # bench_apply_profile.py prints what one object costs inside NetBox on the apply path, per kind;
 # bench_resync_reads.py a 1,000-VM no-change resync reading the plugin's rows route against REST lists.
+# bench_proxmox_wire.py what one Proxmox read costs the backend's process on its aiohttp wire and on httpx.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p benchmarks/results
