@@ -34,8 +34,11 @@ class RawServer:
     answers: list[tuple[int, str, object]]
     seen: list[Seen] = field(default_factory=list)
     port: int = 0
+    #: connections the client holds open now
+    open: int = 0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.open += 1
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -55,6 +58,8 @@ class RawServer:
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             writer.close()
+        finally:
+            self.open -= 1
 
 
 @asynccontextmanager
@@ -137,3 +142,19 @@ async def test_requests_go_through_the_proxy_the_environment_names(monkeypatch) 
     monkeypatch.setenv("NO_PROXY", "pve.example.invalid")
     assert proxy_for("http://pve.example.invalid:8006/api2/json") is None
     assert proxy_for("http://other.example.invalid:8006/api2/json") == f"http://127.0.0.1:{proxy.port}"
+
+
+async def test_a_client_closed_under_a_running_read_still_answers_and_leaves_nothing_open() -> None:
+    """The pool closes a client whose endpoint settings changed; a run may still read through it."""
+    answers = [(200, "OK", {"data": [{"node": "pve1"}]}), (200, "OK", {"data": [{"node": "pve2"}]})]
+    async with raw_server(answers) as raw:
+        client = ProxmoxClient(local(raw.port))
+        assert await client.get("nodes") == [{"node": "pve1"}]
+        assert raw.open == 1  # kept alive for the next read
+        await client.aclose()
+        assert await client.get("nodes") == [{"node": "pve2"}]
+        for _ in range(50):
+            if raw.open == 0:
+                break
+            await asyncio.sleep(0.01)
+    assert len(raw.seen) == 2 and raw.open == 0

@@ -78,6 +78,7 @@ async def test_a_jobs_next_stage_reads_no_guest_config_an_earlier_stage_read(pve
     client.sent.clear()
     await run_one(jobs, "", source, netbox, "vm-disks")
     assert configs(client.sent) == read_by_vms  # and so does a run that names no job
+    await base.client.aclose()
 
 
 async def test_a_failed_read_is_read_again_by_the_jobs_next_run() -> None:

@@ -44,7 +44,7 @@ async def run_stages(ctx: SyncContext, slugs: list[str] | None = None) -> dict[s
             results[stage.slug] = counts
     finally:
         ctx.cancel_background()
-        for source in ctx.sources:  # its connections (opened again if the run goes on)
+        for source in ctx.sources:  # its connections (a run going on after this opens its own per read)
             if isinstance(source.client, ProxmoxClient):
                 await source.client.aclose()
     return results
@@ -193,6 +193,7 @@ async def test_a_guest_vanishing_mid_read_is_left_out_not_the_whole_endpoint(pve
     assert (
         problem["source"] == "proxmox" and problem["status"] == 500 and "does not exist" in problem["detail"]
     )
+    await inner.aclose()
 
 
 async def test_stages_hand_proxmox_reads_to_each_other_through_the_typed_run_state(pve_emulator, netbox):

@@ -1,9 +1,9 @@
 """How the Proxmox client puts one request on the wire: aiohttp, or an httpx transport when one is given.
 
 A sync reads Proxmox once per guest and path: a 1,000-guest full sync makes about 3,000 small GETs.
-httpx spends about 1 ms of CPU on each (its connection pool re-examines every connection on every
-request), more than the Proxmox emulator takes to answer them, so on a 2-core machine the client itself
-was the largest part of those reads. aiohttp sends the same request for about 0.14 ms
+httpx spent about 1.1 ms of CPU on each (its connection pool re-examines every connection each time it
+hands one out), more than the Proxmox emulator takes to answer, so on a 2-core machine the client itself
+was the largest part of those reads. aiohttp sends the same request for about 0.16 ms
 (`benchmarks/bench_proxmox_wire.py`). The client above this (auth, retries, unwrapping `data`) does not
 know which wire it uses: tests and custom proxies pass an httpx transport and keep httpx's.
 """
@@ -80,6 +80,8 @@ def _pairs(values: dict[str, Any] | None) -> list[tuple[str, str]]:
 
 class AiohttpWire:
     """One keep-alive aiohttp session per endpoint, opened on first use (it belongs to the running loop).
+    After `aclose`, a request still sent (a run reading through a client its pool has since replaced)
+    opens and closes a session of its own: slower, but it is answered and nothing is left open.
 
     Every request has the endpoint's timeout for connecting (a free connection included) and for each read
     of the answer, as httpx applied it. Verification uses the system's trust store (and SSL_CERT_FILE /
@@ -95,16 +97,13 @@ class AiohttpWire:
         self.headers = headers
         self.proxy = proxy_for(self.base_url)
         self._session: aiohttp.ClientSession | None = None
+        self._closed = False
 
-    def _open(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            tls: ssl.SSLContext | bool = ssl.create_default_context() if self.verify else False
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=tls),
-                timeout=self.timeout,
-                headers=self.headers,
-            )
-        return self._session
+    def _new_session(self) -> aiohttp.ClientSession:
+        tls: ssl.SSLContext | bool = ssl.create_default_context() if self.verify else False
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=tls), timeout=self.timeout, headers=self.headers
+        )
 
     async def send(
         self,
@@ -119,8 +118,24 @@ class AiohttpWire:
         if form is not None:
             body = urlencode(_pairs(form)).encode()
             headers = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
+        if self._closed:
+            async with self._new_session() as session:
+                return await self._request(session, method, path, params, body, headers)
+        if self._session is None:
+            self._session = self._new_session()
+        return await self._request(self._session, method, path, params, body, headers)
+
+    async def _request(
+        self,
+        session: aiohttp.ClientSession,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None,
+        body: bytes | None,
+        headers: dict[str, str],
+    ) -> Answer:
         try:
-            async with self._open().request(
+            async with session.request(
                 method,
                 self.base_url + path,
                 params=_pairs(params),
@@ -135,6 +150,7 @@ class AiohttpWire:
             raise SendFailed(exc, timed_out=isinstance(exc, TimeoutError)) from None
 
     async def aclose(self) -> None:
+        self._closed = True
         if self._session is not None:
             await self._session.close()
             self._session = None
