@@ -128,7 +128,9 @@ def plot(result: dict[str, Any], path: Path) -> None:
     keys = ["wall_s_per_1000", "backend_cpu_s_per_1000", "emulator_cpu_s_per_1000"]
     labels = ["wall time", "backend CPU", "emulator CPU"]
     x = range(len(keys))
-    for offset, (wire, color) in zip((-0.2, 0.2), (("aiohttp", "#2196f3"), ("httpx", "#9e9e9e")), strict=True):
+    for offset, (wire, color) in zip(
+        (-0.2, 0.2), (("aiohttp", "#2196f3"), ("httpx", "#9e9e9e")), strict=True
+    ):
         values = [result["median"][wire][k] for k in keys]
         bars = ax.bar([i + offset for i in x], values, 0.4, color=color, label=wire)
         ax.bar_label(bars, [f"{v:.2f}" for v in values], fontsize=8)
@@ -145,7 +147,9 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--vms", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
@@ -168,7 +172,9 @@ def main() -> None:
         "concurrency": CONCURRENCY,
         "rounds": args.rounds,
         "median": median,
-        "httpx_to_aiohttp_wall": round(median["httpx"]["wall_s_per_1000"] / median["aiohttp"]["wall_s_per_1000"], 2),
+        "httpx_to_aiohttp_wall": round(
+            median["httpx"]["wall_s_per_1000"] / median["aiohttp"]["wall_s_per_1000"], 2
+        ),
         "httpx_to_aiohttp_backend_cpu": round(
             median["httpx"]["backend_cpu_s_per_1000"] / median["aiohttp"]["backend_cpu_s_per_1000"], 2
         ),
