@@ -189,7 +189,7 @@ class HttpxWire:
         data = dict(_pairs(form)) if form is not None else None
         try:
             response = await self._http.request(
-                method, path, params=_pairs(params), data=data, headers=headers
+                method, path, params=dict(_pairs(params)), data=data, headers=headers
             )
         except httpx.TransportError as exc:
             raise SendFailed(exc, timed_out=isinstance(exc, httpx.TimeoutException)) from None
