@@ -8,7 +8,9 @@ serving `netbox_hvsync.sync high default low`, the backend, the emulator's demo 
   1. the initial sync, queued through the plugin and followed to completion;
   2. right after it, a no-change resync queued on hvsync's queue (the plugin's REST `sync/schedule/`) or,
      in the second round, on `default` (`SyncJob.enqueue(queue_name="default")` in NetBox's shell);
-  3. the resync's wait (job `started` - `created`), run time and the queue backlog when it was queued.
+  3. the resync's wait (job `started` - `created`), run time and the queue backlog when it was queued;
+  4. the backend's resident memory after the initial sync and after the resyncs (whose job reads it keeps
+     a minute), and its peak.
 Target: on hvsync's queue the resync starts within 2 s. Writes benchmarks/results/queue_wait.json and
 queue_wait.png.
 
@@ -76,6 +78,14 @@ def queue_on_default(instance: str) -> int:
     return int(next(line for line in out.stdout.splitlines() if line.startswith("JOB ")).split()[1])
 
 
+def memory_mb(pid: int) -> dict[str, float]:
+    """A process's resident memory now and at its peak (Linux /proc), in MiB."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
+    )
+    return {key: round(int(fields[key].split()[0]) / 1024, 1) for key in ("VmRSS", "VmHWM")}
+
+
 def wait_for(plugin: demo.Plugin, job_id: int, timeout: float = 600) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -97,6 +107,8 @@ def one_round(queue: str, instance: str, vms: int | None = None, again: int = 0)
             plugin = demo.Plugin(netbox)
             demo.configure_plugin(plugin, backend, emulator)
             initial = demo.run_sync_job(plugin)
+            backend_pid = stack.by_name["backend"].pid
+            memory_after_initial = memory_mb(backend_pid)
             backlog = {q["name"]: q.get("jobs") for q in plugin.get("core/background-queues/")["results"]}
             if queue == OWN:
                 job_id = plugin.post("plugins/hvsync/sync/schedule/", {})["id"]
@@ -107,6 +119,8 @@ def one_round(queue: str, instance: str, vms: int | None = None, again: int = 0)
                 wait_for(plugin, plugin.post("plugins/hvsync/sync/schedule/", {})["id"], timeout=3600)
                 for _ in range(again)
             ]
+            # the resyncs' job reads (Proxmox answers, NetBox lists) are still kept a minute after a job
+            memory_after_resyncs = memory_mb(backend_pid)
         finally:
             stack.stop()
             # give back the instance's Redis databases and database (the instance tool has 16 slots)
@@ -122,6 +136,7 @@ def one_round(queue: str, instance: str, vms: int | None = None, again: int = 0)
         "queued_to_done_s": _seconds(resync, "created", "completed"),
         "resync_ms": steps_ms(resync),
         "resync_backend_ms": steps_ms(resync, "backend_duration_ms"),
+        "backend_memory_mib": {"after_initial": memory_after_initial, "after_resyncs": memory_after_resyncs},
         "later_resyncs": [
             {
                 "status": job["status"]["value"],
@@ -207,6 +222,7 @@ def main() -> int:
         )
         print("  resync ms:", ", ".join(f"{name} {ms}" for name, ms in r["resync_ms"].items()))
         print("  backend ms:", ", ".join(f"{name} {ms}" for name, ms in r["resync_backend_ms"].items()))
+        print("  backend memory (MiB, now and peak):", r["backend_memory_mib"])
     print(
         f"resyncs on hvsync's queue, queued to done (s): {waited}; median {result['own_queue_resync_median_s']}"
     )

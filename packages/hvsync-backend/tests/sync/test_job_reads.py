@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
+import threading
 from typing import Any
 
 import httpx
@@ -225,18 +227,21 @@ async def test_a_run_does_not_wait_on_a_read_another_run_of_its_job_started() ->
     assert netbox.gets == {VMS: 2}
 
 
+#: What the API-level runs would otherwise create, so that nothing is written.
+_PRESENT = {
+    "plugins/hvsync/hv-endpoints": [{"id": 7, "name": HV["name"], "backend_id": 1}],
+    "extras/custom-fields": [{**custom_field_definitions()[0], "id": 1}],
+    "extras/tags": [{"id": 1, "name": MANAGED_TAG, "slug": MANAGED_TAG}],
+    "dcim/device-roles": [{"id": 1, "name": "role", "slug": "role"}],
+    "dcim/sites": [{"id": 1, "name": "site", "slug": "site"}],
+}
+
+
 def test_a_jobs_streams_share_their_netbox_reads_through_the_api(backend: Any, auth: dict[str, str]) -> None:
     """The routes pass a job's list cache on: the vm-disks stream after the job's virtual-machines stream
     reads only the disk lists; another job's reads everything it needs."""
     backend.context.proxmox.transport_factory = lambda target: httpx.MockTransport(fake_proxmox)
-    present = {  # what the runs would otherwise create, so that nothing is written
-        "plugins/hvsync/hv-endpoints": [{"id": 7, "name": HV["name"], "backend_id": 1}],
-        "extras/custom-fields": [{**custom_field_definitions()[0], "id": 1}],
-        "extras/tags": [{"id": 1, "name": MANAGED_TAG, "slug": MANAGED_TAG}],
-        "dcim/device-roles": [{"id": 1, "name": "role", "slug": "role"}],
-        "dcim/sites": [{"id": 1, "name": "site", "slug": "site"}],
-    }
-    netbox = FakeNetBox(rows=present)
+    netbox = FakeNetBox(rows=_PRESENT)
     gets: collections.Counter[str] = collections.Counter()
     answer = netbox.handle
 
@@ -270,3 +275,51 @@ def test_a_jobs_streams_share_their_netbox_reads_through_the_api(backend: Any, a
     assert shared <= set(other)
     assert not shared & set(later), later
     assert later[f"GET {DISKS}"] == other[f"GET {DISKS}"] == 1  # what only this stage reads, each time
+
+
+def test_a_stream_longer_than_the_keep_time_passes_its_reads_to_the_jobs_next_stream(
+    backend: Any, auth: dict[str, str]
+) -> None:
+    """The routes mark a job's run as running while its stream lasts: reads that would have expired by
+    the clock while a stream waits on Proxmox stay for the job's next stream, and are dropped a minute
+    after the job's last stream ended."""
+    now = [0.0]
+    backend.context.job_reads = JobReads(clock=lambda: now[0])
+    reached, gate = threading.Event(), threading.Event()
+    proxmox_gets: collections.Counter[str] = collections.Counter()
+
+    async def slow_proxmox(request: httpx.Request) -> httpx.Response:
+        path = request.url.path.removeprefix("/api2/json")
+        proxmox_gets[path] += 1
+        if path == "/cluster/resources" and not gate.is_set():  # the first stream waits here until released
+            reached.set()
+            while not gate.is_set():
+                await asyncio.sleep(0.01)
+        return fake_proxmox(request)
+
+    backend.context.proxmox.transport_factory = lambda target: httpx.MockTransport(slow_proxmox)
+    backend.context.netbox_transport = FakeNetBox(rows=_PRESENT).transport
+    c = backend.client
+    assert c.post("/inventory/endpoint", headers=auth, json=INV).status_code == 201
+    r = c.post("/hv/endpoints", headers=auth, json={**HV, "access_methods": ["token"], "max_retries": 0})
+    assert r.status_code == 201, r.text
+
+    def stream(job: str) -> int:
+        """One virtual-machines stream of `job`; the Proxmox reads it sent."""
+        before = sum(proxmox_gets.values())
+        r = c.get(STAGE_ROUTES["virtual-machines"], headers=auth, params={"job": job})
+        assert parse_stream(r.text)[-1].data["ok"] is True, r.text
+        return sum(proxmox_gets.values()) - before
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        first = pool.submit(stream, "long")
+        assert reached.wait(30), "the first stream never read Proxmox's resource list"
+        now[0] = 600.0  # the stream has waited ten minutes on Proxmox
+        assert backend.context.job_reads.readers_for("other", []) == {}  # (any use drops what expired)
+        gate.set()
+        read_first = first.result(timeout=60)
+    assert read_first > 0
+    now[0] = 659.0
+    assert stream("long") == 0  # the job's next stream, within the minute: the first stream's answers
+    now[0] = 720.0
+    assert stream("long") == read_first  # a minute after the job's last stream: read afresh

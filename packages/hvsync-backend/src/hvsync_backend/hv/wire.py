@@ -86,7 +86,8 @@ class AiohttpWire:
     Every request has the endpoint's timeout for connecting (a free connection included) and for each read
     of the answer, as httpx applied it. Verification uses the system's trust store (and SSL_CERT_FILE /
     SSL_CERT_DIR). The proxy variables (HTTPS_PROXY, HTTP_PROXY, NO_PROXY) are honoured as httpx honoured
-    them, but read once: aiohttp's `trust_env` reads them and ~/.netrc again on every request (0.15 ms)."""
+    them, but read once: aiohttp's `trust_env` reads them and ~/.netrc again on every request
+    (0.1-0.4 ms of CPU each in a probe; a whole read costs about 0.16 ms without it)."""
 
     def __init__(self, base_url: str, *, verify: bool, timeout: float, headers: dict[str, str]) -> None:
         self.base_url = base_url.rstrip("/")
