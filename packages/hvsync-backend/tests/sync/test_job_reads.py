@@ -121,6 +121,28 @@ async def test_an_endpoint_with_new_settings_or_an_old_job_starts_afresh() -> No
     assert jobs.readers_for("a", [old]) == {}  # the least recently used of more than 2 jobs went
 
 
+def test_more_jobs_than_kept_drop_the_least_recently_used_idle_one_never_a_running_one() -> None:
+    """A running job's reads are held by its run anyway: dropping them frees nothing and makes its next
+    stream read everything again."""
+    jobs = JobReads(max_jobs=2)
+    source = HvSource(1, "pve (inv:1)", Counting())
+    jobs.started("long")
+    jobs.readers_for("long", [source])[1] = ProxmoxReader(source)
+    for job in ("a", "b"):
+        jobs.readers_for(job, [source])[1] = ProxmoxReader(source)
+        jobs.finished(job)
+    assert 1 in jobs.readers_for("long", [source])  # the oldest, but running: kept
+    assert jobs.readers_for("a", [source]) == {}  # the least recently used idle job went instead
+    jobs.started("c")
+    jobs.started("d")  # more running jobs than kept: kept while they run ...
+    jobs.readers_for("c", [source])[1] = ProxmoxReader(source)
+    assert 1 in jobs.readers_for("long", [source]) and 1 in jobs.readers_for("c", [source])
+    for job in ("long", "c", "d"):
+        jobs.finished(job)
+    jobs.readers_for("e", [source])
+    assert jobs.readers_for("long", [source]) == {}  # ... and back to 2 once idle
+
+
 def test_a_running_job_keeps_its_reads_and_an_idle_one_loses_them_after_a_minute() -> None:
     """A job's streams follow each other closely; the same id used again later (a cron job with a fixed
     id) must read the world afresh, and a long stream must not lose its job's reads meanwhile."""

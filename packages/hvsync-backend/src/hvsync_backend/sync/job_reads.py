@@ -30,7 +30,8 @@ from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 #: A job's reads are dropped this long after its last run ended (its stages follow each other closely;
 #: a later run reusing the id must not see the world as an earlier job read it).
 KEEP_SECONDS = 60.0
-#: At most this many jobs' readers are kept (the least recently used go first).
+#: At most this many jobs' reads are kept (the least recently used idle job goes first; a running job's
+#: reads are held by its run anyway, so dropping them would free nothing and cost its next stream).
 MAX_JOBS = 4
 
 
@@ -109,7 +110,10 @@ class JobReads:
         state.used = self._clock()
         self._jobs[job] = state
         while len(self._jobs) > self.max_jobs:
-            self._jobs.popitem(last=False)
+            idle = next((name for name, kept in self._jobs.items() if not kept.running and name != job), None)
+            if idle is None:
+                break  # every other kept job is running
+            del self._jobs[idle]
         return state
 
     def _expire(self) -> None:
