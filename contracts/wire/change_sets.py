@@ -143,11 +143,11 @@ def _operation(index: int, item: Any, refs: set[str]) -> Operation:
     object_id: int | str | None = None
     if op != "create":
         raw = item.get("id")
-        name = _reference(raw)
-        if name is not None:
-            if name not in refs:
-                raise ChangeSetError(f"{where}.id", f"refers to '{name}', which no earlier create names")
-            object_id = name
+        referred = _reference(raw)
+        if referred is not None:
+            if referred not in refs:
+                raise ChangeSetError(f"{where}.id", f"refers to '{referred}', which no earlier create names")
+            object_id = referred
         elif isinstance(raw, int) and not isinstance(raw, bool) and raw >= 1:
             object_id = raw
         else:

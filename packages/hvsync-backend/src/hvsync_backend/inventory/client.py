@@ -594,8 +594,8 @@ class NetBoxClient:
             return [None if method == "DELETE" else {"id": by_index[i]["id"]} for i in range(len(chunk))]
         refused = {int(e["index"]): e for e in outcome.get("errors") or [] if isinstance(e, dict)}
         results: list[Any] = [None] * len(chunk)
-        for i, error in refused.items():
-            results[i] = self._refusal(error, path)
+        for i, refusal in refused.items():
+            results[i] = self._refusal(refusal, path)
         rest = [i for i in range(len(chunk)) if i not in refused]
         if rest and refused:
             again = await self._apply_chunk(method, path, [chunk[i] for i in rest], sizer)

@@ -242,10 +242,10 @@ async def write_plan(kind: Kind, ctx: SyncContext, plan: Plan, part: Counts, ids
             await ctx.problem(result.as_problem(upd.label), f"{kind.name} {upd.label}: update failed")
         else:
             part.updated += 1
-    for gone, result in zip(plan.delete, deleted, strict=True):
+    for removed, result in zip(plan.delete, deleted, strict=True):
         if isinstance(result, NetBoxError):
             part.failed += 1
-            await ctx.problem(result.as_problem(gone.label), f"{kind.name} {gone.label}: delete failed")
+            await ctx.problem(result.as_problem(removed.label), f"{kind.name} {removed.label}: delete failed")
         else:
             part.deleted += 1
     for want in plan.create:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.inventory.list_cache import ListCache
 from hvsync_backend.metrics import Metrics
-from hvsync_backend.sync.framework import Stage, linked_outside, stage_summary
+from hvsync_backend.sync.framework import Kind, Stage, linked_outside, stage_summary
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.plugin_endpoints import prefetch_plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader, ProxmoxReadError
@@ -60,7 +60,8 @@ def start_prefetch(ctx: SyncContext) -> None:
     prefetch_plugin_endpoints(ctx)
     for kind in ctx.upcoming:
         kind.prefetch(ctx)
-    for kind in linked_outside(ctx.upcoming):
+    # the run's upcoming kinds are framework Kinds (run.py names them by a protocol to avoid an import cycle)
+    for kind in linked_outside(cast("Sequence[Kind]", ctx.upcoming)):
         kind.prefetch_current(ctx)
 
 
