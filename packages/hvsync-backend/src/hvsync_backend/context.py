@@ -77,6 +77,7 @@ def build_context(settings: Settings, migrate: bool = True) -> BackendContext:
         ),
         proxmox=ProxmoxClientPool(observer=metrics.observer("proxmox")),
         metrics=metrics,
+        job_reads=JobReads(settings.job_reads_keep_seconds, settings.job_reads_max_jobs),
     )
     metrics.watch_key_cache(lambda: len(context.keys.cache))
     if migrate:

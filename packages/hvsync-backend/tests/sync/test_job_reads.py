@@ -8,11 +8,15 @@ import asyncio
 import collections
 import concurrent.futures
 import threading
+import time
 from typing import Any
 
 import httpx
+import pydantic
 import pytest
 from fake_netbox import AUTH, FakeNetBox
+from hvsync_backend.config import Settings
+from hvsync_backend.context import build_context
 from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.inventory.list_cache import ListCache
 from hvsync_backend.sse.frames import parse_stream
@@ -345,3 +349,32 @@ def test_a_stream_longer_than_the_keep_time_passes_its_reads_to_the_jobs_next_st
     assert stream("long") == 0  # the job's next stream, within the minute: the first stream's answers
     now[0] = 720.0
     assert stream("long") == read_first  # a minute after the job's last stream: read afresh
+
+
+def test_the_operator_sets_how_long_and_for_how_many_jobs_reads_are_kept(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HVSYNC_JOB_READS_KEEP_SECONDS and HVSYNC_JOB_READS_MAX_JOBS reach the process's job reads; 0 s turns
+    the sharing between a job's streams off; out-of-range values are refused, naming the setting."""
+    default = build_context(Settings(data_dir=tmp_path))
+    assert (default.job_reads.keep_seconds, default.job_reads.max_jobs) == (60, 4)
+    default.engine.dispose()
+    monkeypatch.setenv("HVSYNC_JOB_READS_KEEP_SECONDS", "0")
+    monkeypatch.setenv("HVSYNC_JOB_READS_MAX_JOBS", "9")
+    context = build_context(Settings(data_dir=tmp_path))
+    try:
+        jobs = context.job_reads
+        assert (jobs.keep_seconds, jobs.max_jobs) == (0, 9)
+        source = HvSource(1, "pve (inv:1)", Counting())
+        jobs.started("job-1")
+        jobs.readers_for("job-1", [source])[1] = ProxmoxReader(source)
+        assert 1 in jobs.readers_for("job-1", [source])  # kept while the stream runs ...
+        jobs.finished("job-1")
+        time.sleep(0.01)
+        jobs.started("job-1")
+        assert jobs.readers_for("job-1", [source]) == {}  # ... and not for the job's next stream
+    finally:
+        context.engine.dispose()
+    for field, bad in (("job_reads_keep_seconds", -1), ("job_reads_max_jobs", 0)):
+        with pytest.raises(pydantic.ValidationError, match=field):
+            Settings(data_dir=tmp_path, **{field: bad})
