@@ -74,7 +74,8 @@ class Settings(BaseSettings):
     netbox_apply_path: bool = True
     # A sync job's stage streams share their Proxmox answers and NetBox lists (sync/job_reads.py), kept
     # this long after the job's last stream (0: a stream shares nothing with the job's next one) and for
-    # at most this many idle jobs: memory (about 24 MiB per 1,000 guests and job, measured) against reads.
+    # at most this many jobs (running ones never dropped): memory (about 24 MiB per 1,000 guests and job,
+    # measured) against reads.
     job_reads_keep_seconds: float = Field(default=60.0, ge=0, le=3600)
     job_reads_max_jobs: int = Field(default=4, ge=1, le=64)
     log_level: str = "info"
