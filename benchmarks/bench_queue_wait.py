@@ -107,7 +107,7 @@ def one_round(queue: str, instance: str, vms: int | None = None, again: int = 0)
             plugin = demo.Plugin(netbox)
             demo.configure_plugin(plugin, backend, emulator)
             initial = demo.run_sync_job(plugin)
-            backend_pid = stack.by_name["backend"].pid
+            backend_pid = stack.children["backend"].pid
             memory_after_initial = memory_mb(backend_pid)
             backlog = {q["name"]: q.get("jobs") for q in plugin.get("core/background-queues/")["results"]}
             if queue == OWN:

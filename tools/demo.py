@@ -59,24 +59,23 @@ class Demo:
     instance and state folder, so they never touch a running demo)."""
 
     def __init__(self, instance: str = INSTANCE, state: Path = STATE) -> None:
-        self.children: list[subprocess.Popen[bytes]] = []
         #: the children by the name they were spawned under (benchmarks read a child's memory)
-        self.by_name: dict[str, subprocess.Popen[bytes]] = {}
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.instance = instance
         self.state = state
         state.mkdir(exist_ok=True)
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         log = open(self.state / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it for its lifetime
-        child = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        self.children.append(child)
-        self.by_name[name] = child
+        self.children[name] = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
 
     def stop(self) -> None:
-        for child in self.children:
+        for child in self.children.values():
             if child.poll() is None:
                 os.killpg(child.pid, signal.SIGTERM)
-        for child in self.children:
+        for child in self.children.values():
             try:
                 child.wait(timeout=10)
             except subprocess.TimeoutExpired:
