@@ -19,6 +19,8 @@ import pstats
 import re
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection
@@ -27,6 +29,7 @@ from django.test.utils import CaptureQueriesContext
 
 ROUTE = "/api/plugins/hvsync/change-sets/"
 GUESTS = int(os.environ.get("HVSYNC_PROFILE_VMS", "200"))
+PROBE_GUESTS = int(os.environ.get("HVSYNC_PROBE_VMS", "1000"))
 KEY = "hvsync_key"
 #: What an initial sync writes per guest of the `large` scenario (13,110 objects for 1,000 VMs): the VM and
 #: its primary-IP update, 2 NICs, 2 disks, 1 IP, and a sync-state sidecar for each of the VM, NICs, disks
@@ -302,6 +305,237 @@ def kept_work(written: list[tuple[str, int]]) -> dict[str, float]:
     return {f"{name}_ms": round(1000 * seconds / len(instances), 2) for name, seconds in timings.items()}
 
 
+def bulk_probe(ids: dict[str, Any], phase: int = 4, guests: int = PROBE_GUESTS) -> dict[str, Any]:
+    """A measurement, not a writer hvsync ships: how long the same guests take written in bulk while
+    keeping the per-object work the apply path promises, so "could a bulk writer reach 10x?" has a
+    number instead of an estimate.
+
+    Per object it keeps: `full_clean()` (fields, `clean()`, custom fields; the IP's duplicate check and
+    the VM's primary-IP check included), tags, one changelog row per create and per update the sync
+    makes (the VM's primary IP, the NIC's primary MAC) carrying one request id, the search index, and
+    what NetBox's signals would have kept up (the VM's interface and disk counters, its disk total).
+    Unique constraints are checked once per kind in one query. Everything is one transaction.
+    It leaves out what a shipped writer would add: parsing the change set, object permissions, event
+    rules (none exist here), netbox-branching's diffs, the signals of other plugins, and anything
+    version-specific (it runs on the release the profile runs on, 4.7)."""
+    from core.models import ObjectChange
+    from dcim.models import DeviceRole, MACAddress, Platform, Site
+    from django.contrib.contenttypes.models import ContentType
+    from django.db import transaction
+    from extras.models import Tag, TaggedItem
+    from ipam.models import IPAddress
+    from netbox.search.backends import search_backend
+    from netbox_hvsync.models import (
+        HvEndpoint,
+        SyncedInterface,
+        SyncedIPAddress,
+        SyncedVirtualDisk,
+        SyncedVirtualMachine,
+    )
+    from users.models import User
+    from virtualization.models import Cluster, VirtualDisk, VirtualMachine, VMInterface
+
+    seconds: collections.Counter[str] = collections.Counter()
+
+    @contextmanager
+    def part(name: str) -> Iterator[None]:
+        began = time.perf_counter()
+        yield
+        seconds[name] += time.perf_counter() - began
+
+    user = User.objects.get(pk=ids["user"].pk)
+    site, cluster = Site.objects.get(pk=ids["site"]), Cluster.objects.get(pk=ids["cluster"])
+    role, platform = DeviceRole.objects.get(pk=ids["role"]), Platform.objects.get(pk=ids["platform"])
+    endpoint, tag = HvEndpoint.objects.get(pk=ids["endpoint"]), Tag.objects.get(slug="hvsync")
+    request_id = uuid.uuid4()
+    prefix = f"p{phase}-"
+    snapshots: list[Any] = []  # changelog rows, in the order the writes happen
+
+    def validated(objects: list[Any]) -> list[Any]:
+        with part("validate (full_clean)"):
+            for obj in objects:
+                obj.full_clean(validate_unique=False, validate_constraints=False)
+        return objects
+
+    def insert(model: Any, objects: list[Any], tagged: bool = False) -> None:
+        with part("insert"):
+            model.objects.bulk_create(objects)
+        if tagged:
+            with part("tags"):
+                kind = ContentType.objects.get_for_model(model)
+                TaggedItem.objects.bulk_create(
+                    [TaggedItem(tag=tag, content_type=kind, object_id=obj.pk) for obj in objects]
+                )
+                for obj in objects:
+                    obj._tags = [tag]  # what the snapshot and the search index read
+        log(objects, "create")
+
+    def log(objects: list[Any], action: str) -> None:
+        with part("changelog snapshot"):
+            for obj in objects:
+                change = obj.to_objectchange(action)
+                change.user, change.user_name, change.request_id = user, user.username, request_id
+                snapshots.append(change)
+
+    began = time.perf_counter()
+    with transaction.atomic():
+        vms = validated(
+            [
+                VirtualMachine(
+                    name=f"{prefix}{n}",
+                    status="active",
+                    cluster=cluster,
+                    site=site,
+                    vcpus=2,
+                    memory=2048,
+                    role=role,
+                    platform=platform,
+                    custom_field_data={KEY: f"{prefix}pve|vm|{n}"},
+                )
+                for n in range(guests)
+            ]
+        )
+        with part("unique checks (one query per kind)"):
+            assert not VirtualMachine.objects.filter(cluster=cluster, name__in=[v.name for v in vms]).exists()
+        insert(VirtualMachine, vms, tagged=True)
+        nics = validated(
+            [
+                VMInterface(
+                    virtual_machine=vm,
+                    name=f"net{i}",
+                    enabled=True,
+                    description="bridge vmbr0, virtio",
+                    custom_field_data={KEY: f"{prefix}pve|vm|{n}|nic|net{i}"},
+                )
+                for n, vm in enumerate(vms)
+                for i in range(2)
+            ]
+        )
+        insert(VMInterface, nics, tagged=True)
+        macs = validated(
+            [
+                MACAddress(
+                    mac_address=f"BC:24:1{phase}:{(k // 2) // 256:02X}:{(k // 2) % 256:02X}:{k % 2:02X}",
+                    assigned_object=nic,
+                )
+                for k, nic in enumerate(nics)
+            ]
+        )
+        insert(MACAddress, macs)
+        for nic, mac in zip(nics, macs, strict=True):
+            nic.primary_mac_address = mac
+        with part("insert"):
+            VMInterface.objects.bulk_update(nics, ["primary_mac_address"])
+        log(nics, "update")
+        disks = validated(
+            [
+                VirtualDisk(
+                    virtual_machine=vm,
+                    name=f"scsi{i}",
+                    size=32768,
+                    custom_field_data={KEY: f"{prefix}pve|vm|{n}|disk|scsi{i}"},
+                )
+                for n, vm in enumerate(vms)
+                for i in range(2)
+            ]
+        )
+        insert(VirtualDisk, disks, tagged=True)
+        ips = validated(
+            [
+                IPAddress(
+                    address=f"10.{phase * 50 + n // 250}.{n % 250 + 1}.10/24",
+                    status="active",
+                    assigned_object=nics[2 * n],
+                    custom_field_data={KEY: f"pve|ip|{prefix}{n}"},
+                )
+                for n in range(guests)
+            ]
+        )
+        insert(IPAddress, ips, tagged=True)
+        for vm, ip in zip(vms, ips, strict=True):
+            vm.primary_ip4 = ip
+            vm.interface_count = vm.virtual_disk_count = 2  # what the counter-cache signals keep
+            vm.disk = 2 * 32768  # what the virtual-disk signal keeps
+        with part("validate (full_clean)"):
+            for vm in vms:
+                vm.clean()  # the primary IP must be one of the VM's own
+        with part("insert"):
+            VirtualMachine.objects.bulk_update(
+                vms, ["primary_ip4", "interface_count", "virtual_disk_count", "disk"]
+            )
+        log(vms, "update")
+        sidecar = {"endpoint": endpoint}
+        insert(
+            SyncedVirtualMachine,
+            validated(
+                [
+                    SyncedVirtualMachine(
+                        **sidecar, virtual_machine=vm, vmid=phase * 100_000 + n, node_name="pve1"
+                    )
+                    for n, vm in enumerate(vms)
+                ]
+            ),
+        )
+        insert(
+            SyncedInterface,
+            validated(
+                [
+                    SyncedInterface(**sidecar, vm_interface=nic, vmid=phase * 100_000 + k // 2, key=nic.name)
+                    for k, nic in enumerate(nics)
+                ]
+            ),
+        )
+        insert(
+            SyncedVirtualDisk,
+            validated(
+                [
+                    SyncedVirtualDisk(
+                        **sidecar, virtual_disk=disk, vmid=phase * 100_000 + k // 2, key=disk.name
+                    )
+                    for k, disk in enumerate(disks)
+                ]
+            ),
+        )
+        insert(
+            SyncedIPAddress,
+            validated(
+                [
+                    SyncedIPAddress(
+                        **sidecar,
+                        ip_address=ip,
+                        vmid=phase * 100_000 + n,
+                        interface_key="net0",
+                        address=str(ip.address),
+                    )
+                    for n, ip in enumerate(ips)
+                ]
+            ),
+        )
+        with part("changelog insert"):
+            ObjectChange.objects.bulk_create(snapshots, batch_size=2000)
+        with part("search index"):
+            indexed = sum(
+                search_backend.cache(objects, remove_existing=False)
+                for objects in (vms, nics, macs, disks, ips)
+            )
+    total = time.perf_counter() - began
+    # Counted as the sync counts its writes (13 per guest): each VM, NIC, disk and IP with its sidecar,
+    # and the VM's primary-IP update; the MACs and the NICs' primary-MAC updates are NetBox's own.
+    objects = 2 * sum(map(len, (vms, nics, disks, ips))) + len(vms)
+    # What landed: the counts a sync of these guests must leave behind.
+    assert VirtualMachine.objects.filter(name__startswith=prefix, primary_ip4__isnull=False).count() == guests
+    assert ObjectChange.objects.filter(request_id=request_id).count() == len(snapshots)
+    return {
+        "guests": guests,
+        "objects_written": objects,
+        "changelog_rows": len(snapshots),
+        "search_rows": indexed,
+        "seconds": round(total, 2),
+        "ms_per_guest": round(1000 * total / guests, 2),
+        "seconds_by_part": {name: round(s, 2) for name, s in seconds.most_common()},
+    }
+
+
 def main() -> None:
     """After a small warm-up, three phases of the same writes on their own guests: timed (no
     instrumentation), queries captured, cProfiled; instrumentation slows a request, so the time comes
@@ -337,6 +571,7 @@ def main() -> None:
         post(client, operations)
         profile.disable()
         report[kind]["per_object_functions"] = per_object_functions(profile, len(operations))
+    probe = bulk_probe(ids)
     for row in report.values():
         print(
             f"{row['kind']:24} {row['objects']:6} objects {row['ms_per_object']:7.2f} ms/object"
@@ -366,6 +601,7 @@ def main() -> None:
             "seconds_for_1000_guests": round(guest_ms / cpus, 1),
         },
         "stages": list(report.values()),
+        "bulk_probe": probe,
     }
     out = os.environ.get("HVSYNC_PROFILE_OUT")
     if out:
@@ -386,6 +622,11 @@ def main() -> None:
         f" {floor['apply_ms_per_guest']} ms; its floor (clean + one changelog snapshot):"
         f" {floor['ms_per_guest']} ms; 1,000 guests: {floor['seconds_for_1000_guests']} s on {cpus} CPUs"
         " with nothing else running"
+    )
+    print(
+        f"bulk probe: {probe['guests']} guests ({probe['objects_written']} objects, {probe['changelog_rows']}"
+        f" changelog rows, {probe['search_rows']} search rows) in {probe['seconds']} s on one stream"
+        f" ({probe['ms_per_guest']} ms per guest); by part: {probe['seconds_by_part']}"
     )
 
 
