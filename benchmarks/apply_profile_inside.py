@@ -434,19 +434,23 @@ def bulk_probe(ids: dict[str, Any], phase: int = 4, guests: int = PROBE_GUESTS) 
         with part("unique checks (one query per kind)"):
             assert not VirtualMachine.objects.filter(cluster=cluster, name__in=[v.name for v in vms]).exists()
         insert(VirtualMachine, vms, tagged=True)
-        nics = validated(
-            [
-                VMInterface(
-                    virtual_machine=vm,
-                    name=f"net{i}",
-                    enabled=True,
-                    description="bridge vmbr0, virtio",
-                    custom_field_data={KEY: f"{prefix}pve|vm|{n}|nic|net{i}"},
-                )
-                for n, vm in enumerate(vms)
-                for i in range(2)
-            ]
-        )
+
+        def two_per_guest(model: Any, label: str, kind: str, **fields: Any) -> list[Any]:
+            """A guest's two NICs or disks (`net0`, `net1`; `scsi0`, `scsi1`), keyed as the sync keys them."""
+            return validated(
+                [
+                    model(
+                        virtual_machine=vm,
+                        name=f"{label}{i}",
+                        custom_field_data={KEY: f"{prefix}pve|vm|{n}|{kind}|{label}{i}"},
+                        **fields,
+                    )
+                    for n, vm in enumerate(vms)
+                    for i in range(2)
+                ]
+            )
+
+        nics = two_per_guest(VMInterface, "net", "nic", enabled=True, description="bridge vmbr0, virtio")
         insert(VMInterface, nics, tagged=True)
         macs = validated(
             [
@@ -463,18 +467,7 @@ def bulk_probe(ids: dict[str, Any], phase: int = 4, guests: int = PROBE_GUESTS) 
         with part("insert"):
             VMInterface.objects.bulk_update(nics, ["primary_mac_address"])
         log(nics, "update")
-        disks = validated(
-            [
-                VirtualDisk(
-                    virtual_machine=vm,
-                    name=f"scsi{i}",
-                    size=32768,
-                    custom_field_data={KEY: f"{prefix}pve|vm|{n}|disk|scsi{i}"},
-                )
-                for n, vm in enumerate(vms)
-                for i in range(2)
-            ]
-        )
+        disks = two_per_guest(VirtualDisk, "scsi", "disk", size=32768)
         insert(VirtualDisk, disks, tagged=True)
         ips = validated(
             [
