@@ -7,12 +7,12 @@ MACs, disks, IPs, primary IPs), three times on separate guests: timed alone, wit
 and under cProfile. It also times, on the objects the first phase wrote, the work any write path keeps
 when it keeps validation and the changelog (the model's `clean`, its unique constraints, one changelog
 snapshot), without request handling or save but with NetBox's request cache: the floor of a faster
-writer. Last, a bulk probe writes 1,000 more
-guests the way a bulk writer keeping those guarantees would (bulk inserts, one changelog row per change,
-tags, search index, counters), and 1,000 more in bulk but sending each object's save signals so every
-receiver runs, so that writer's speed is measured, not estimated. It prints milliseconds and queries per object per kind, that floor, the probes' times, and writes
-benchmarks/results/apply_profile.json and .png (with the most expensive functions per kind and the tables the
-queries touch), so the per-object figures docs/sync.md gives can be printed again.
+writer. Last, a bulk probe writes 1,000 more guests the way a bulk writer keeping those guarantees would
+(bulk inserts, one changelog row per change, tags, search index, counters), and 1,000 more in bulk but
+sending each object's save signals so every receiver runs, so that writer's speed is measured, not
+estimated. It prints milliseconds and queries per object per kind, that floor, the probes' times, and
+writes benchmarks/results/apply_profile.json and .png (with the most expensive functions per kind and
+the tables the queries touch), so the per-object figures docs/sync.md gives can be printed again.
 
 Usage: .venv/bin/python benchmarks/bench_apply_profile.py [--guests 200] [--probe-guests 1000]
        [--instance bench-profile]
