@@ -409,7 +409,9 @@ def bulk_probe(
                 )
                 for obj in objects:
                     obj._tags = [tag]  # what the snapshot and the search index read
-            if keep_signals:
+            if (
+                keep_signals
+            ):  # taggit sends pre_add before its rows; in one transaction a refusal still undoes them
                 with part("signals"):
                     for obj in objects:
                         for action in ("pre_add", "post_add"):
