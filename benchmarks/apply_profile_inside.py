@@ -268,24 +268,16 @@ def post(client: Client, operations: list[dict[str, Any]]) -> list[tuple[str, in
 
 @contextmanager
 def as_in_a_request(user: Any) -> Iterator[Any]:
-    """What NetBox's request processor sets around every request and job (netbox/context_managers.py):
-    the request, its events queue, and its cache of object types and custom fields. Without that cache
-    every object's validation reads its model's custom fields again, which no request does (NetBox 4.7)."""
+    """A request as NetBox's own request processor wraps it (`event_tracking`: the request, its events
+    queue, and its cache of object types and custom fields). Without that cache every object's
+    validation reads its model's custom fields again, which no request does (NetBox 4.7)."""
     from django.test import RequestFactory
-    from netbox.context import current_request, events_queue, query_cache
+    from netbox.context_managers import event_tracking
 
     request = RequestFactory().post(ROUTE)
     request.user, request.id = user, uuid.uuid4()
-    tokens = [
-        (current_request, current_request.set(request)),
-        (events_queue, events_queue.set({})),
-        (query_cache, query_cache.set(collections.defaultdict(dict))),
-    ]
-    try:
+    with event_tracking(request):
         yield request
-    finally:
-        for var, token in tokens:
-            var.reset(token)
 
 
 def kept_work(written: list[tuple[str, int]], user: Any) -> dict[str, float]:
@@ -409,9 +401,9 @@ def bulk_probe(
                 )
                 for obj in objects:
                     obj._tags = [tag]  # what the snapshot and the search index read
-            if (
-                keep_signals
-            ):  # taggit sends pre_add before its rows; in one transaction a refusal still undoes them
+            if keep_signals:
+                # taggit sends pre_add before its rows; in one transaction a refusal still undoes them
+                alias = router.db_for_write(model)
                 with part("signals"):
                     for obj in objects:
                         for action in ("pre_add", "post_add"):
@@ -422,7 +414,7 @@ def bulk_probe(
                                 reverse=False,
                                 model=Tag,
                                 pk_set={tag.pk},
-                                using=router.db_for_write(model),
+                                using=alias,
                             )
         if not keep_signals:
             log(objects, "create")
@@ -437,6 +429,7 @@ def bulk_probe(
     def saved(model: Any, objects: list[Any], created: bool) -> None:
         """What `save()` sends its receivers, when the probe keeps them."""
         if keep_signals:
+            alias = router.db_for_write(model)
             with part("signals"):
                 for obj in objects:
                     post_save.send(
@@ -445,7 +438,7 @@ def bulk_probe(
                         created=created,
                         update_fields=None,
                         raw=False,
-                        using=router.db_for_write(model),
+                        using=alias,
                     )
 
     def log(objects: list[Any], action: str) -> None:
@@ -466,155 +459,160 @@ def bulk_probe(
                 obj.snapshot()
 
     began = time.perf_counter()
-    with as_in_a_request(user) as request, transaction.atomic():
-        vms = validated(
-            [
-                VirtualMachine(
-                    name=f"{prefix}{n}",
-                    status="active",
-                    cluster=cluster,
-                    site=site,
-                    vcpus=2,
-                    memory=2048,
-                    role=role,
-                    platform=platform,
-                    custom_field_data={KEY: f"{prefix}pve|vm|{n}"},
-                )
-                for n in range(guests)
-            ]
-        )
-        with part("unique checks (one query per kind)"):
-            assert not VirtualMachine.objects.filter(cluster=cluster, name__in=[v.name for v in vms]).exists()
-        insert(VirtualMachine, vms, tagged=True)
-
-        def two_per_guest(model: Any, label: str, kind: str, **fields: Any) -> list[Any]:
-            """A guest's two NICs or disks (`net0`, `net1`; `scsi0`, `scsi1`), keyed as the sync keys them."""
-            return validated(
+    with as_in_a_request(user) as request:
+        with transaction.atomic():
+            vms = validated(
                 [
-                    model(
-                        virtual_machine=vm,
-                        name=f"{label}{i}",
-                        custom_field_data={KEY: f"{prefix}pve|vm|{n}|{kind}|{label}{i}"},
-                        **fields,
+                    VirtualMachine(
+                        name=f"{prefix}{n}",
+                        status="active",
+                        cluster=cluster,
+                        site=site,
+                        vcpus=2,
+                        memory=2048,
+                        role=role,
+                        platform=platform,
+                        custom_field_data={KEY: f"{prefix}pve|vm|{n}"},
                     )
-                    for n, vm in enumerate(vms)
-                    for i in range(2)
+                    for n in range(guests)
                 ]
             )
+            with part("unique checks (one query per kind)"):
+                assert not VirtualMachine.objects.filter(
+                    cluster=cluster, name__in=[v.name for v in vms]
+                ).exists()
+            insert(VirtualMachine, vms, tagged=True)
 
-        nics = two_per_guest(VMInterface, "net", "nic", enabled=True, description="bridge vmbr0, virtio")
-        insert(VMInterface, nics, tagged=True)
-        macs = validated(
-            [
-                MACAddress(
-                    mac_address=f"BC:24:1{phase}:{(k // 2) // 256:02X}:{(k // 2) % 256:02X}:{k % 2:02X}",
-                    assigned_object=nic,
+            def two_per_guest(model: Any, label: str, kind: str, **fields: Any) -> list[Any]:
+                """A guest's two NICs or disks (`net0`, `net1`; `scsi0`, `scsi1`), keyed as the sync keys them."""
+                return validated(
+                    [
+                        model(
+                            virtual_machine=vm,
+                            name=f"{label}{i}",
+                            custom_field_data={KEY: f"{prefix}pve|vm|{n}|{kind}|{label}{i}"},
+                            **fields,
+                        )
+                        for n, vm in enumerate(vms)
+                        for i in range(2)
+                    ]
                 )
-                for k, nic in enumerate(nics)
-            ]
-        )
-        insert(MACAddress, macs)
-        snapshot(nics)
-        for nic, mac in zip(nics, macs, strict=True):
-            nic.primary_mac_address = mac
-        update(VMInterface, nics, ["primary_mac_address"])
-        disks = two_per_guest(VirtualDisk, "scsi", "disk", size=32768)
-        insert(VirtualDisk, disks, tagged=True)
-        ips = validated(
-            [
-                IPAddress(
-                    address=f"10.{phase * 50 + n // 250}.{n % 250 + 1}.10/24",
-                    status="active",
-                    assigned_object=nics[2 * n],
-                    custom_field_data={KEY: f"pve|ip|{prefix}{n}"},
-                )
-                for n in range(guests)
-            ]
-        )
-        insert(IPAddress, ips, tagged=True)
-        if keep_signals:  # NetBox's receivers kept the counters and disk total in the rows, not in memory
-            with part("signals"):
-                kept = VirtualMachine.objects.filter(pk__in=[vm.pk for vm in vms]).values_list(
-                    "pk", "interface_count", "virtual_disk_count", "disk"
-                )
-                by_pk = {pk: rest for pk, *rest in kept}
-                for vm in vms:
-                    vm.interface_count, vm.virtual_disk_count, vm.disk = by_pk[vm.pk]
-        snapshot(vms)
-        if not keep_signals:
-            for vm in vms:
-                vm.interface_count = vm.virtual_disk_count = 2  # what the counter-cache signals keep
-                vm.disk = 2 * 32768  # what the virtual-disk signal keeps
-        for vm, ip in zip(vms, ips, strict=True):
-            vm.primary_ip4 = ip
-        with part("validate (full_clean)"):
-            for vm in vms:
-                vm.clean()  # the primary IP must be one of the VM's own
-        update(
-            VirtualMachine,
-            vms,
-            ["primary_ip4"]
-            if keep_signals
-            else ["primary_ip4", "interface_count", "virtual_disk_count", "disk"],
-        )
-        sidecar = {"endpoint": endpoint}
-        insert(
-            SyncedVirtualMachine,
-            validated(
+
+            nics = two_per_guest(VMInterface, "net", "nic", enabled=True, description="bridge vmbr0, virtio")
+            insert(VMInterface, nics, tagged=True)
+            macs = validated(
                 [
-                    SyncedVirtualMachine(
-                        **sidecar, virtual_machine=vm, vmid=phase * 100_000 + n, node_name="pve1"
+                    MACAddress(
+                        mac_address=f"BC:24:1{phase}:{(k // 2) // 256:02X}:{(k // 2) % 256:02X}:{k % 2:02X}",
+                        assigned_object=nic,
                     )
-                    for n, vm in enumerate(vms)
-                ]
-            ),
-        )
-        insert(
-            SyncedInterface,
-            validated(
-                [
-                    SyncedInterface(**sidecar, vm_interface=nic, vmid=phase * 100_000 + k // 2, key=nic.name)
                     for k, nic in enumerate(nics)
                 ]
-            ),
-        )
-        insert(
-            SyncedVirtualDisk,
-            validated(
+            )
+            insert(MACAddress, macs)
+            snapshot(nics)
+            for nic, mac in zip(nics, macs, strict=True):
+                nic.primary_mac_address = mac
+            update(VMInterface, nics, ["primary_mac_address"])
+            disks = two_per_guest(VirtualDisk, "scsi", "disk", size=32768)
+            insert(VirtualDisk, disks, tagged=True)
+            ips = validated(
                 [
-                    SyncedVirtualDisk(
-                        **sidecar, virtual_disk=disk, vmid=phase * 100_000 + k // 2, key=disk.name
+                    IPAddress(
+                        address=f"10.{phase * 50 + n // 250}.{n % 250 + 1}.10/24",
+                        status="active",
+                        assigned_object=nics[2 * n],
+                        custom_field_data={KEY: f"pve|ip|{prefix}{n}"},
                     )
-                    for k, disk in enumerate(disks)
+                    for n in range(guests)
                 ]
-            ),
-        )
-        insert(
-            SyncedIPAddress,
-            validated(
-                [
-                    SyncedIPAddress(
-                        **sidecar,
-                        ip_address=ip,
-                        vmid=phase * 100_000 + n,
-                        interface_key="net0",
-                        address=str(ip.address),
+            )
+            insert(IPAddress, ips, tagged=True)
+            if keep_signals:  # NetBox's receivers kept the counters and disk total in the rows, not in memory
+                with part("signals"):
+                    kept = VirtualMachine.objects.filter(pk__in=[vm.pk for vm in vms]).values_list(
+                        "pk", "interface_count", "virtual_disk_count", "disk"
                     )
-                    for n, ip in enumerate(ips)
-                ]
-            ),
-        )
-        with part("changelog insert"):
-            ObjectChange.objects.bulk_create(snapshots, batch_size=2000)
-        if keep_signals:  # NetBox's search receivers deferred it to the commit, as for change-sets/
-            indexed = 0
-        else:
-            with part("search index"):
-                indexed = sum(
-                    search_backend.cache(objects, remove_existing=False)
-                    for objects in (vms, nics, macs, disks, ips)
-                )
-    total = time.perf_counter() - began
+                    by_pk = {pk: rest for pk, *rest in kept}
+                    for vm in vms:
+                        vm.interface_count, vm.virtual_disk_count, vm.disk = by_pk[vm.pk]
+            snapshot(vms)
+            if not keep_signals:
+                for vm in vms:
+                    vm.interface_count = vm.virtual_disk_count = 2  # what the counter-cache signals keep
+                    vm.disk = 2 * 32768  # what the virtual-disk signal keeps
+            for vm, ip in zip(vms, ips, strict=True):
+                vm.primary_ip4 = ip
+            with part("validate (full_clean)"):
+                for vm in vms:
+                    vm.clean()  # the primary IP must be one of the VM's own
+            update(
+                VirtualMachine,
+                vms,
+                ["primary_ip4"]
+                if keep_signals
+                else ["primary_ip4", "interface_count", "virtual_disk_count", "disk"],
+            )
+            sidecar = {"endpoint": endpoint}
+            insert(
+                SyncedVirtualMachine,
+                validated(
+                    [
+                        SyncedVirtualMachine(
+                            **sidecar, virtual_machine=vm, vmid=phase * 100_000 + n, node_name="pve1"
+                        )
+                        for n, vm in enumerate(vms)
+                    ]
+                ),
+            )
+            insert(
+                SyncedInterface,
+                validated(
+                    [
+                        SyncedInterface(
+                            **sidecar, vm_interface=nic, vmid=phase * 100_000 + k // 2, key=nic.name
+                        )
+                        for k, nic in enumerate(nics)
+                    ]
+                ),
+            )
+            insert(
+                SyncedVirtualDisk,
+                validated(
+                    [
+                        SyncedVirtualDisk(
+                            **sidecar, virtual_disk=disk, vmid=phase * 100_000 + k // 2, key=disk.name
+                        )
+                        for k, disk in enumerate(disks)
+                    ]
+                ),
+            )
+            insert(
+                SyncedIPAddress,
+                validated(
+                    [
+                        SyncedIPAddress(
+                            **sidecar,
+                            ip_address=ip,
+                            vmid=phase * 100_000 + n,
+                            interface_key="net0",
+                            address=str(ip.address),
+                        )
+                        for n, ip in enumerate(ips)
+                    ]
+                ),
+            )
+            with part("changelog insert"):
+                ObjectChange.objects.bulk_create(snapshots, batch_size=2000)
+            if keep_signals:  # NetBox's search receivers deferred it to the commit, as for change-sets/
+                indexed = 0
+            else:
+                with part("search index"):
+                    indexed = sum(
+                        search_backend.cache(objects, remove_existing=False)
+                        for objects in (vms, nics, macs, disks, ips)
+                    )
+        total = time.perf_counter() - began  # committed; the request's event flush is not timed
     # Counted as the sync counts its writes (13 per guest): each VM, NIC, disk and IP with its sidecar,
     # and the VM's primary-IP update; the MACs and the NICs' primary-MAC updates are NetBox's own.
     objects = 2 * sum(map(len, (vms, nics, disks, ips))) + len(vms)
