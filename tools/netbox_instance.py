@@ -1029,6 +1029,11 @@ def run_pytest(args: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["pytest"]:
+        # Everything after `pytest` is pytest's, its options first included (`make test PYTEST_ARGS=-x`
+        # puts them there); argparse's REMAINDER refuses a leading option as unrecognized.
+        return run_pytest(args[1:])
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -1053,9 +1058,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_manage = sub.add_parser("manage")
     p_manage.add_argument("--name", default="dev")
     p_manage.add_argument("args", nargs=argparse.REMAINDER)
-    p_pytest = sub.add_parser("pytest")
-    p_pytest.add_argument("args", nargs=argparse.REMAINDER)
-    ns = parser.parse_args(argv)
+    sub.add_parser("pytest")  # listed for --help; handled above, before argparse
+    ns = parser.parse_args(args)
 
     if ns.command == "up":
         up(ns.name, ns.fresh, ns.restart, ns.port, ns.workers, ns.upgrade_from)
@@ -1071,8 +1075,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         ensure_template()
     elif ns.command == "manage":
         return manage(ns.name, ns.args)
-    elif ns.command == "pytest":
-        return run_pytest(ns.args)
     return 0
 
 
