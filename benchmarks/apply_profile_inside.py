@@ -327,7 +327,12 @@ def _time_kept_work(instances: list[Any], timings: dict[str, float]) -> None:
 
 
 def bulk_probe(
-    ids: dict[str, Any], phase: int = 4, guests: int = PROBE_GUESTS, keep_signals: bool = False
+    ids: dict[str, Any],
+    phase: int = 4,
+    guests: int = PROBE_GUESTS,
+    keep_signals: bool = False,
+    tags_first: bool = False,
+    changelog_in_bulk: bool = False,
 ) -> dict[str, Any]:
     """A measurement, not a writer hvsync ships: how long the same guests take written in bulk while
     keeping the per-object work the apply path promises, so "could a bulk writer reach 10x?" has a
@@ -346,9 +351,23 @@ def bulk_probe(
     `keep_signals`: instead of writing the changelog, events, search index and counters itself, it sends
     each object's `post_save` (and its tags' `m2m_changed`, as taggit sends them) after the bulk insert,
     so every receiver runs as after `save()`: NetBox's own, other plugins', netbox-branching's on the
-    changelog rows. What it still saves is the serializer and one INSERT per object."""
+    changelog rows. What it still saves is the serializer and one INSERT per object.
+
+    `tags_first` (with `keep_signals`): each object's tags are written before its `post_save`, so
+    NetBox's changelog receiver writes the create's row with the tags in it once, as REST's row ends up,
+    instead of writing it and rewriting it on the tags' `post_add`. The tags' `pre_add` (NetBox checks
+    that a tag may go on that kind) is still sent; their `post_add` is not: for a new object it only
+    rewrites that row, invalidates a VM's config context (its `post_save` has already done it) and runs
+    what another plugin connects to it.
+
+    `changelog_in_bulk` (with both): every receiver runs except NetBox's changelog receiver
+    (`handle_changed_object`), whose work the probe does itself as the pure probe does: one snapshot per
+    change, its events queued, the rows inserted in bulk. Bulk inserts send no `post_save` for those rows:
+    netbox-branching's receiver there returns at once for a create outside a branch, and an update of an
+    object created in the same batch has no branch diff to refresh."""
     from core.events import OBJECT_CREATED, OBJECT_UPDATED
     from core.models import ObjectChange
+    from core.signals import handle_changed_object
     from dcim.models import DeviceRole, MACAddress, Platform, Site
     from django.contrib.contenttypes.models import ContentType
     from django.db import router, transaction
@@ -369,6 +388,20 @@ def bulk_probe(
     from virtualization.models import Cluster, VirtualDisk, VirtualMachine, VMInterface
 
     seconds: collections.Counter[str] = collections.Counter()
+    by_receiver: collections.Counter[str] = collections.Counter()  # the signals' time, per receiver
+
+    def send(signal: Any, sender: Any, **named: Any) -> None:
+        """`signal.send(...)`, timing each receiver, so the signals' time says whose work it is (a
+        receiver's time includes the signals its own saves send, e.g. the changelog row's)."""
+        sync_receivers, async_receivers = signal._live_receivers(sender)
+        assert not async_receivers, async_receivers  # send() would run these too; none are connected
+        for receiver in sync_receivers:
+            if changelog_in_bulk and receiver is handle_changed_object:
+                continue  # its changelog rows and events are written in bulk (`log`)
+            began = time.perf_counter()
+            receiver(signal=signal, sender=sender, **named)
+            name = getattr(receiver, "__qualname__", type(receiver).__qualname__)
+            by_receiver[f"{getattr(receiver, '__module__', '?')}.{name}"] += time.perf_counter() - began
 
     @contextmanager
     def part(name: str) -> Iterator[None]:
@@ -392,38 +425,44 @@ def bulk_probe(
     def insert(model: Any, objects: list[Any], tagged: bool = False) -> None:
         with part("insert"):
             model.objects.bulk_create(objects)
+        if tagged and tags_first:
+            tag_all(model, objects, actions=("pre_add",))
         saved(model, objects, created=True)
-        if tagged:
-            with part("tags"):
-                kind = ContentType.objects.get_for_model(model)
-                TaggedItem.objects.bulk_create(
-                    [TaggedItem(tag=tag, content_type=kind, object_id=obj.pk) for obj in objects]
-                )
-                for obj in objects:
-                    obj._tags = [tag]  # what the snapshot and the search index read
-            if keep_signals:
-                # taggit sends pre_add before its rows; in one transaction a refusal still undoes them
-                alias = router.db_for_write(model)
-                with part("signals"):
-                    for obj in objects:
-                        for action in ("pre_add", "post_add"):
-                            m2m_changed.send(
-                                sender=TaggedItem,
-                                action=action,
-                                instance=obj,
-                                reverse=False,
-                                model=Tag,
-                                pk_set={tag.pk},
-                                using=alias,
-                            )
-        if not keep_signals:
+        if tagged and not tags_first:
+            tag_all(model, objects, actions=("pre_add", "post_add"))
+        if not keep_signals or changelog_in_bulk:
             log(objects, "create")
+
+    def tag_all(model: Any, objects: list[Any], actions: tuple[str, ...]) -> None:
+        with part("tags"):
+            kind = ContentType.objects.get_for_model(model)
+            TaggedItem.objects.bulk_create(
+                [TaggedItem(tag=tag, content_type=kind, object_id=obj.pk) for obj in objects]
+            )
+            for obj in objects:
+                obj._tags = [tag]  # what the snapshot and the search index read
+        if keep_signals:
+            # taggit sends pre_add before its rows; in one transaction a refusal still undoes them
+            alias = router.db_for_write(model)
+            with part("signals"):
+                for obj in objects:
+                    for action in actions:
+                        send(
+                            m2m_changed,
+                            sender=TaggedItem,
+                            action=action,
+                            instance=obj,
+                            reverse=False,
+                            model=Tag,
+                            pk_set={tag.pk},
+                            using=alias,
+                        )
 
     def update(model: Any, objects: list[Any], fields: list[str]) -> None:
         with part("insert"):
             model.objects.bulk_update(objects, fields)
         saved(model, objects, created=False)
-        if not keep_signals:
+        if not keep_signals or changelog_in_bulk:
             log(objects, "update")
 
     def saved(model: Any, objects: list[Any], created: bool) -> None:
@@ -432,7 +471,8 @@ def bulk_probe(
             alias = router.db_for_write(model)
             with part("signals"):
                 for obj in objects:
-                    post_save.send(
+                    send(
+                        post_save,
                         sender=model,
                         instance=obj,
                         created=created,
@@ -519,7 +559,8 @@ def bulk_probe(
             ips = validated(
                 [
                     IPAddress(
-                        address=f"10.{phase * 50 + n // 250}.{n % 250 + 1}.10/24",
+                        # 10.200-203 (phase 4), 10.216-219 (5) ... 10.248-251 (7): clear of the stages' 10.0-150
+                        address=f"10.{200 + 16 * (phase - 4) + n // 250}.{n % 250 + 1}.10/24",
                         status="active",
                         assigned_object=nics[2 * n],
                         custom_field_data={KEY: f"pve|ip|{prefix}{n}"},
@@ -627,8 +668,21 @@ def bulk_probe(
     assert landed.count() == guests
     changelog_rows = ObjectChange.objects.filter(request_id=request.id).count()
     assert changelog_rows == 17 * guests, changelog_rows  # 14 creates and 3 updates per guest
+    # each VM's create row ends with its tags in it, as REST's does (however the writer got them there)
+    untagged = (
+        ObjectChange.objects.filter(
+            request_id=request.id,
+            changed_object_type=ContentType.objects.get_for_model(VirtualMachine),
+            action="create",
+        )
+        .exclude(postchange_data__tags=[tag.name])
+        .count()
+    )
+    assert untagged == 0, untagged
     return {
         "keep_signals": keep_signals,
+        "tags_first": tags_first,
+        "changelog_in_bulk": changelog_in_bulk,
         "guests": guests,
         "objects_written": objects,
         "changelog_rows": changelog_rows,
@@ -636,6 +690,7 @@ def bulk_probe(
         "seconds": round(total, 2),
         "ms_per_guest": round(1000 * total / guests, 2),
         "seconds_by_part": {name: round(s, 2) for name, s in seconds.most_common()},
+        "signal_seconds_by_receiver": {name: round(s, 2) for name, s in by_receiver.most_common()},
     }
 
 
@@ -676,6 +731,10 @@ def main() -> None:
         report[kind]["per_object_functions"] = per_object_functions(profile, len(operations))
     probe = bulk_probe(ids)
     probe_with_signals = bulk_probe(ids, phase=5, keep_signals=True)
+    probe_tags_first = bulk_probe(ids, phase=6, keep_signals=True, tags_first=True)
+    probe_bulk_changelog = bulk_probe(
+        ids, phase=7, keep_signals=True, tags_first=True, changelog_in_bulk=True
+    )
     for row in report.values():
         print(
             f"{row['kind']:24} {row['objects']:6} objects {row['ms_per_object']:7.2f} ms/object"
@@ -707,6 +766,8 @@ def main() -> None:
         "stages": list(report.values()),
         "bulk_probe": probe,
         "bulk_probe_with_signals": probe_with_signals,
+        "bulk_probe_with_signals_tags_first": probe_tags_first,
+        "bulk_probe_with_signals_changelog_in_bulk": probe_bulk_changelog,
     }
     out = os.environ.get("HVSYNC_PROFILE_OUT")
     if out:
@@ -728,12 +789,19 @@ def main() -> None:
         f" {floor['ms_per_guest']} ms; 1,000 guests: {floor['seconds_for_1000_guests']} s on {cpus} CPUs"
         " with nothing else running"
     )
-    for name, row in (("bulk probe", probe), ("bulk probe keeping signals", probe_with_signals)):
+    for name, row in (
+        ("bulk probe", probe),
+        ("bulk probe keeping signals", probe_with_signals),
+        ("bulk probe keeping signals, tags first", probe_tags_first),
+        ("bulk probe keeping signals but the changelog's, changelog in bulk", probe_bulk_changelog),
+    ):
         print(
             f"{name}: {row['guests']} guests ({row['objects_written']} objects, {row['changelog_rows']}"
             f" changelog rows) in {row['seconds']} s on one stream ({row['ms_per_guest']} ms per guest);"
             f" by part: {row['seconds_by_part']}"
         )
+        if row["signal_seconds_by_receiver"]:
+            print(f"{name}, the signals' seconds by receiver: {row['signal_seconds_by_receiver']}")
 
 
 main()
