@@ -365,6 +365,7 @@ def bulk_probe(
     change, its events queued, the rows inserted in bulk. Bulk inserts send no `post_save` for those rows:
     netbox-branching's receiver there returns at once for a create outside a branch, and an update of an
     object created in the same batch has no branch diff to refresh."""
+    assert keep_signals or not (tags_first or changelog_in_bulk), "both only change which signals are sent"
     from core.events import OBJECT_CREATED, OBJECT_UPDATED
     from core.models import ObjectChange
     from core.signals import handle_changed_object
