@@ -363,8 +363,8 @@ def bulk_probe(
     `changelog_in_bulk` (with both): every receiver runs except NetBox's changelog receiver
     (`handle_changed_object`), whose work the probe does itself as the pure probe does: one snapshot per
     change, its events queued, the rows inserted in bulk. Bulk inserts send no `post_save` for those rows:
-    netbox-branching's receiver there returns at once for a create outside a branch, and an update of an
-    object created in the same batch has no branch diff to refresh."""
+    netbox-branching's receiver there returns at once for a create outside a branch; for an update it
+    would refresh open branches' diffs of the object (none exist here), which a shipped writer would run."""
     assert keep_signals or not (tags_first or changelog_in_bulk), "both only change which signals are sent"
     from core.events import OBJECT_CREATED, OBJECT_UPDATED
     from core.models import ObjectChange
