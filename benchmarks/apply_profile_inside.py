@@ -326,6 +326,23 @@ def _time_kept_work(instances: list[Any], timings: dict[str, float]) -> None:
                 timings["changelog"] += done - constrained
 
 
+#: The bulk probes, in the order they run (each on its own guests): results key, what it keeps, options
+PROBES: tuple[tuple[str, str, dict[str, bool]], ...] = (
+    ("bulk_probe", "in bulk", {}),
+    ("bulk_probe_with_signals", "in bulk, keeping the signals", {"keep_signals": True}),
+    (
+        "bulk_probe_with_signals_tags_first",
+        "in bulk, keeping the signals, tags before the saves",
+        {"keep_signals": True, "tags_first": True},
+    ),
+    (
+        "bulk_probe_with_signals_changelog_in_bulk",
+        "in bulk, keeping the signals but the changelog's",
+        {"keep_signals": True, "tags_first": True, "changelog_in_bulk": True},
+    ),
+)
+
+
 def bulk_probe(
     ids: dict[str, Any],
     phase: int = 4,
@@ -730,12 +747,10 @@ def main() -> None:
         post(client, operations)
         profile.disable()
         report[kind]["per_object_functions"] = per_object_functions(profile, len(operations))
-    probe = bulk_probe(ids)
-    probe_with_signals = bulk_probe(ids, phase=5, keep_signals=True)
-    probe_tags_first = bulk_probe(ids, phase=6, keep_signals=True, tags_first=True)
-    probe_bulk_changelog = bulk_probe(
-        ids, phase=7, keep_signals=True, tags_first=True, changelog_in_bulk=True
-    )
+    probes = {
+        key: {"label": label, **bulk_probe(ids, phase=4 + n, **options)}
+        for n, (key, label, options) in enumerate(PROBES)
+    }
     for row in report.values():
         print(
             f"{row['kind']:24} {row['objects']:6} objects {row['ms_per_object']:7.2f} ms/object"
@@ -765,10 +780,7 @@ def main() -> None:
             "seconds_for_1000_guests": round(guest_ms / cpus, 1),
         },
         "stages": list(report.values()),
-        "bulk_probe": probe,
-        "bulk_probe_with_signals": probe_with_signals,
-        "bulk_probe_with_signals_tags_first": probe_tags_first,
-        "bulk_probe_with_signals_changelog_in_bulk": probe_bulk_changelog,
+        **probes,
     }
     out = os.environ.get("HVSYNC_PROFILE_OUT")
     if out:
@@ -790,12 +802,8 @@ def main() -> None:
         f" {floor['ms_per_guest']} ms; 1,000 guests: {floor['seconds_for_1000_guests']} s on {cpus} CPUs"
         " with nothing else running"
     )
-    for name, row in (
-        ("bulk probe", probe),
-        ("bulk probe keeping signals", probe_with_signals),
-        ("bulk probe keeping signals, tags first", probe_tags_first),
-        ("bulk probe keeping signals but the changelog's, changelog in bulk", probe_bulk_changelog),
-    ):
+    for row in probes.values():
+        name = f"bulk probe, {row['label']}"
         print(
             f"{name}: {row['guests']} guests ({row['objects_written']} objects, {row['changelog_rows']}"
             f" changelog rows) in {row['seconds']} s on one stream ({row['ms_per_guest']} ms per guest);"

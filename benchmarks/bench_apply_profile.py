@@ -123,13 +123,8 @@ def main() -> int:
         )
     # Both per-guest figures come from this run, on this machine: their ratio holds where seconds do not
     # (write_paths.json's REST run may come from another day or machine).
-    for key, what in (
-        ("bulk_probe", "in bulk"),
-        ("bulk_probe_with_signals", "in bulk, keeping the signals"),
-        ("bulk_probe_with_signals_tags_first", "in bulk, keeping the signals, tags before the saves"),
-        ("bulk_probe_with_signals_changelog_in_bulk", "in bulk, keeping the signals but the changelog's"),
-    ):
-        probe = result[key]
+    for probe in (value for key, value in result.items() if key.startswith("bulk_probe")):
+        what = probe["label"]  # apply_profile_inside.PROBES names them
         probe["times_faster_than_change_sets"] = round(floor["apply_ms_per_guest"] / probe["ms_per_guest"], 1)
         print(
             f"one guest on one stream, both in this run: {probe['ms_per_guest']} ms written {what} (probe),"
