@@ -31,3 +31,20 @@ def test_pytest_gets_every_argument_its_options_first_included(monkeypatch: pyte
     monkeypatch.setattr(netbox_instance, "run_pytest", lambda args: passed.append(list(args)) or 0)
     assert netbox_instance.main(["pytest", "--durations=25", "-x", "packages/x", "-k", "a or b"]) == 0
     assert passed == [["--durations=25", "-x", "packages/x", "-k", "a or b"]]
+
+
+def test_template_upgrades_go_forward_and_the_default_release_is_a_new_install() -> None:
+    # a release's template may start from an older release's (an operator's upgrade), never a newer one,
+    # and the default release, where every suite runs, is migrated from an empty database
+    import netbox_instance
+
+    def release_key(version: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in version.split("."))
+
+    releases = netbox_instance.RELEASES
+    assert releases[netbox_instance.DEFAULT_VERSION].upgraded_from is None
+    upgraded = {v: r.upgraded_from for v, r in releases.items() if r.upgraded_from}
+    assert upgraded == {"4.6.8": "4.5.8", "4.7.0": "4.6.8"}
+    for version, older in upgraded.items():
+        assert release_key(older) < release_key(version)
+        assert release_key(releases[older].branching) <= release_key(releases[version].branching)
