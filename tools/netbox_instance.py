@@ -19,6 +19,8 @@ Commands (run with any Python 3.12; only the standard library is used):
   forget --name NAME                    stop an instance, drop its databases, free its port/Redis slot
   manage [--name dev] ARGS...           run `netbox ARGS` against the instance's database (DEVELOPER=True)
   pytest ARGS...                        run pytest in NetBox's venv against a fresh cloned database
+                                        (HVSYNC_PYTEST_REDIS_OF=NAME: on the Redis databases of
+                                        instance NAME, which must be down)
   template                              only make sure the migrated template database exists
 
 The default instance `dev` writes `.netbox/env`; other instances write `.netbox/instances/<name>/env`.
@@ -1035,15 +1037,28 @@ def manage(name: str, args: Sequence[str]) -> int:
     return subprocess.run([str(RELEASE.venv / "bin" / "netbox"), *args], env=env).returncode
 
 
+def pytest_redis_base() -> int:
+    """The Redis databases of a pytest run: its own, or with HVSYNC_PYTEST_REDIS_OF=<instance> those of an
+    instance that is down, so two runs can go beside each other (`make test` runs the default release's
+    suite on the `test` instance's before starting it, beside the matrix releases' on the pytest ones)."""
+    name = os.environ.get("HVSYNC_PYTEST_REDIS_OF")
+    if not name:
+        return PYTEST_REDIS_BASE
+    base = instance_slot(name)[1]
+    claim_redis(name, base, fresh=True)  # refuses while a worker of that instance is alive
+    return base
+
+
 def run_pytest(args: Sequence[str]) -> int:
     """pytest inside NetBox's venv (pytest-django) against a fresh clone of the template, dropped after."""
     ensure_venv()
     write_config()
     ensure_template()
     db = f"hvsync_nbtest_{os.getpid()}"
+    redis_base = pytest_redis_base()
     try:
-        prepare_database(db, PYTEST_REDIS_BASE, fresh=True)
-        env = netbox_env(db, PYTEST_REDIS_BASE)
+        prepare_database(db, redis_base, fresh=True)
+        env = netbox_env(db, redis_base)
         ini = PLUGIN_DIR / "tests" / "netbox" / "pytest.ini"
         argv = [
             str(RELEASE.venv / "bin" / "pytest"),

@@ -42,21 +42,14 @@ for suite in packages/pve-emulator/tests tests/tools packages/hvsync-backend/tes
   .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS "$suite" || status=1
 done
 
-echo "== NetBox test instance (NetBox ${NETBOX_VERSION:-default})"
-# stop it however the run ends, so the next run finds its port free
-trap '"${TOOL[@]}" down --name test' EXIT
-# a short stage-stream read timeout (the plugin's default is 120 s) keeps the timeout fault test quick
+# a short stage-stream read timeout (the plugin's default is 120 s) keeps the timeout fault tests quick
 export HVSYNC_STREAM_READ_TIMEOUT=45
-"${TOOL[@]}" up --name test --fresh
-export HVSYNC_NETBOX_ENV="$ROOT/.netbox/instances/test/env"
-
-echo "== plugin tests in NetBox's venv"
-"${TOOL[@]}" pytest $PYTEST_ARGS packages/netbox-hvsync/tests/netbox || status=1
 
 # The matrix releases' in-NetBox tests need no running instance (each clones its own database and starts
-# its own backend on a free port): they run beside the whole-system suites below, which mostly wait on
-# NetBox's REST writes, and their output is shown when they finish. Each waits on its release's template
-# lock, so it starts as soon as the background build above has made that release.
+# its own backend on a free port): they run beside the default release's in-NetBox suite and the
+# whole-system suites below (one pytest process uses one of the two cores), and their output is shown
+# when they finish. Each waits on its release's template lock, so it starts as soon as the background
+# build above has made that release.
 if [ -n "$MATRIX" ]; then
   rm -f .netbox/matrix-*.log .netbox/matrix-*.failed
   (for v in $MATRIX; do
@@ -67,6 +60,19 @@ if [ -n "$MATRIX" ]; then
   done) &
   matrix_tests_pid=$!
 fi
+
+echo "== plugin tests in NetBox's venv (NetBox ${NETBOX_VERSION:-default})"
+# on the Redis databases of the `test` instance, which starts after it (a previous run's is stopped
+# first): the matrix releases' suites beside it have the pytest runs' own
+"${TOOL[@]}" down --name test >/dev/null
+HVSYNC_PYTEST_REDIS_OF=test "${TOOL[@]}" pytest $PYTEST_ARGS packages/netbox-hvsync/tests/netbox || status=1
+
+echo "== NetBox test instance (NetBox ${NETBOX_VERSION:-default})"
+# stop it however the run ends, so the next run finds its port free
+trap '"${TOOL[@]}" down --name test' EXIT
+"${TOOL[@]}" up --name test --fresh
+export HVSYNC_NETBOX_ENV="$ROOT/.netbox/instances/test/env"
+
 for suite in tests/e2e tests/orchestration; do
   echo "== $suite"
   .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS "$suite" || status=1

@@ -4,7 +4,7 @@ mode, logged in as root@pam with a ticket): no input and no sequence of calls pr
 All four schemathesis phases run with a fixed seed, derandomized: examples, coverage (boundary and invalid
 values of every parameter, unexpected methods, missing required fields), fuzzing, and stateful sequences
 along the links schemathesis infers between operations. Every case (and every stateful scenario) starts
-from a freshly built demo cluster, so what one case changed cannot steer another and the run is the same
+from its own copy of the demo cluster, so what one case changed cannot steer another and the run is the same
 on every machine. Cases whose path values are not the invalid input under test address objects that exist
 in that cluster (`pve1`, VM 100, the storage `local`, ...; in the fuzzing phase, half of them), so they
 reach the handlers instead of stopping at 404.
@@ -16,6 +16,7 @@ message (`PARITY`); any other 5xx, including the same status with another messag
 from __future__ import annotations
 
 import os
+import pickle
 import zlib
 from typing import Any
 
@@ -82,9 +83,14 @@ def demo_cluster() -> ClusterState:
     return demo(DEFAULT_USER, DEFAULT_PASSWORD, DEFAULT_TOKEN_ID, DEFAULT_TOKEN_SECRET)
 
 
+#: The demo cluster built once: every case unpickles a copy of its own, which shares nothing with another
+#: case's and takes a quarter of the time of building it again (about 0.3 ms against 1.3).
+DEMO = pickle.dumps(demo_cluster())
+
+
 def fresh_state() -> None:
-    """A new demo cluster for the next case (building it takes about a millisecond)."""
-    APP.backend.state = demo_cluster()
+    """A new demo cluster for the next case."""
+    APP.backend.state = pickle.loads(DEMO)
 
 
 def known_objects(state: ClusterState) -> list[tuple[str, dict[str, str]]]:
