@@ -150,9 +150,7 @@ def up(env_out: Path) -> None:
             env={**os.environ, "NETBOX_VERSION": VERSION},
         )
     tool.drop_db(DB)
-    # under the release's template lock: a clone fails while another session reads the template
-    with tool.file_lock(f"template-{VERSION}", tool.CACHE):
-        tool.psql(f'CREATE DATABASE "{DB}" TEMPLATE "{template}"')
+    tool.psql(f'CREATE DATABASE "{DB}" TEMPLATE "{template}"')
     env = netbox_env()
     nb = str(VENV / "bin" / "netbox")
     run([nb, "migrate", "--no-input"], env=env, capture_output=True)

@@ -141,6 +141,7 @@ if [ -n "$MATRIX" ]; then
       status=1
     fi
     .venv/bin/python tools/install_check.py stop || true
+    trap '"${TOOL[@]}" down --name test' EXIT
   fi
   case " $MATRIX " in
     *" 4.5.8 "*)

@@ -48,3 +48,30 @@ def test_template_upgrades_go_forward_and_the_default_release_is_a_new_install()
     for version, older in upgraded.items():
         assert release_key(older) < release_key(version)
         assert release_key(releases[older].branching) <= release_key(releases[version].branching)
+
+
+def test_a_pytest_run_takes_a_stopped_instances_redis_databases_and_refuses_a_live_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # make test runs two in-NetBox suites at once, the default release's on the `test` instance's Redis
+    # databases (HVSYNC_PYTEST_REDIS_OF=test) before that instance starts: their queues must not meet
+    import netbox_instance
+
+    sent: list[tuple[int, tuple[str, ...]]] = []
+    live: list[str] = []
+    monkeypatch.setattr(netbox_instance, "redis_command", lambda db, *cmd: sent.append((db, cmd)))
+    monkeypatch.setattr(netbox_instance, "live_rq_workers", lambda base: list(live))
+
+    monkeypatch.delenv("HVSYNC_PYTEST_REDIS_OF", raising=False)
+    assert netbox_instance.pytest_redis_base() == netbox_instance.PYTEST_REDIS_BASE == 10
+    assert sent == []
+
+    monkeypatch.setenv("HVSYNC_PYTEST_REDIS_OF", "test")
+    assert netbox_instance.pytest_redis_base() == 4  # the test instance's slot, emptied for this run
+    assert sent == [(4, ("FLUSHDB",)), (5, ("FLUSHDB",))]
+
+    live.append("rq:worker:still-running")
+    sent.clear()
+    with pytest.raises(SystemExit, match="Redis database 4 is used by 1 live RQ worker"):
+        netbox_instance.pytest_redis_base()
+    assert sent == []  # nothing emptied under a live worker

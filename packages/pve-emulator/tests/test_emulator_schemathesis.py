@@ -84,7 +84,7 @@ def demo_cluster() -> ClusterState:
 
 
 #: The demo cluster built once: every case unpickles a copy of its own, which shares nothing with another
-#: case's and takes a quarter of the time of building it again (about 0.3 ms against 1.3).
+#: case's and is quicker than building the cluster again (that runs its replication jobs every time).
 DEMO = pickle.dumps(demo_cluster())
 
 
@@ -122,7 +122,7 @@ def known_objects(state: ClusterState) -> list[tuple[str, dict[str, str]]]:
     return out
 
 
-KNOWN = known_objects(demo_cluster())
+KNOWN = known_objects(pickle.loads(DEMO))
 
 
 def known_values(path: str) -> list[dict[str, str]]:
