@@ -68,8 +68,17 @@ echo "== plugin tests in NetBox's venv (NetBox ${NETBOX_VERSION:-default})"
 HVSYNC_PYTEST_REDIS_OF=test "${TOOL[@]}" pytest $PYTEST_ARGS packages/netbox-hvsync/tests/netbox || status=1
 
 echo "== NetBox test instance (NetBox ${NETBOX_VERSION:-default})"
-# stop it however the run ends, so the next run finds its port free
-trap '"${TOOL[@]}" down --name test' EXIT
+# However the run ends, nothing it started is left behind: the REST-path e2e run below is waited for
+# (its own fixtures stop its NetBox), the `test` instance and the install check are stopped, so the next
+# run finds their ports free.
+rest_path_pid=""
+install_check_up=""
+on_exit() {
+  if [ -n "$rest_path_pid" ]; then show_rest_path; fi
+  "${TOOL[@]}" down --name test
+  if [ -n "$install_check_up" ]; then .venv/bin/python tools/install_check.py stop; fi
+}
+trap on_exit EXIT
 "${TOOL[@]}" up --name test --fresh
 export HVSYNC_NETBOX_ENV="$ROOT/.netbox/instances/test/env"
 
@@ -79,10 +88,29 @@ for suite in tests/e2e tests/orchestration; do
 done
 # The whole-system suites above write through the plugin's apply path (change sets); the sync suite runs
 # again with the backend on REST list writes, the path of a NetBox without the plugin's apply route.
-echo "== tests/e2e on the REST path (HVSYNC_NETBOX_APPLY_PATH=false)"
-HVSYNC_NETBOX_APPLY_PATH=false .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS tests/e2e \
-  --ignore=tests/e2e/test_netbox_writes.py || status=1  # that file sets the path per test itself
-echo "== default release done after $((SECONDS - started)) s"
+# It runs on its own instance (`e2e-sync`), so it goes in the background, beside the matrix's release
+# syncs below on the `test` instance: each alone leaves part of the two cores idle while it waits on
+# NetBox, the backend or a worker. Its output follows when it ends.
+rest_path_shown=""
+show_rest_path() {
+  # wait for the REST-path run once and show its output (also before an early exit: no run is left behind)
+  if [ -n "$rest_path_shown" ]; then return; fi
+  rest_path_shown=1
+  local ran=0
+  wait "$rest_path_pid" || ran=$?
+  echo "== tests/e2e on the REST path (HVSYNC_NETBOX_APPLY_PATH=false): its output"
+  cat .netbox/e2e-rest-path.log
+  if [ "$ran" != 0 ]; then status=1; fi
+}
+echo "== tests/e2e on the REST path (HVSYNC_NETBOX_APPLY_PATH=false), beside the release matrix below"
+(
+  ran=0
+  HVSYNC_NETBOX_APPLY_PATH=false .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS tests/e2e \
+    --ignore=tests/e2e/test_netbox_writes.py || ran=$?  # that file sets the path per test itself
+  echo "== REST-path e2e run done after $((SECONDS - started)) s"
+  exit $ran
+) >.netbox/e2e-rest-path.log 2>&1 &
+rest_path_pid=$!
 
 # What the matrix proves on each release: the release and the plugin answer, and a full sync through
 # the plugin completes with 13 stages ok and a resync that writes nothing.
@@ -95,6 +123,7 @@ if [[ " $MATRIX " == *" 4.7.0 "* ]]; then INSTALL_CHECK=4.7.0; fi
 if [ -n "$MATRIX" ]; then
   echo "== waiting for the matrix releases' templates ($MATRIX)"
   if ! wait "$templates_pid"; then
+    show_rest_path
     cat .netbox/templates.log
     echo "matrix: a release's template could not be made"
     exit 1
@@ -105,7 +134,7 @@ if [ -n "$MATRIX" ]; then
     # core of the two); its sync runs after them
     .venv/bin/python tools/install_check.py up --env-out .netbox/install-check/env >.netbox/install-check.log 2>&1 &
     install_check_pid=$!
-    trap '"${TOOL[@]}" down --name test; .venv/bin/python tools/install_check.py stop' EXIT
+    install_check_up=1
   fi
   for v in $MATRIX; do
     echo "== NetBox $v: migrate with the plugin, the plugin's tests in NetBox's venv (run beside the suites above)"
@@ -141,7 +170,7 @@ if [ -n "$MATRIX" ]; then
       status=1
     fi
     .venv/bin/python tools/install_check.py stop || true
-    trap '"${TOOL[@]}" down --name test' EXIT
+    install_check_up=""
   fi
   case " $MATRIX " in
     *" 4.5.8 "*)
@@ -154,5 +183,6 @@ if [ -n "$MATRIX" ]; then
       ;;
   esac
 fi
+show_rest_path
 echo "== make test finished after $((SECONDS - started)) s (status $status)"
 exit $status
