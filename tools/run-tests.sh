@@ -3,7 +3,8 @@
 #  1. unit and component tests in the workspace venv (emulator, real Proxmox tools against the emulator,
 #     backend, plugin core rules);
 #  2. the plugin's tests inside NetBox's own venv, against a real NetBox database cloned from a cached template;
-#  3. whole-system tests (emulator + backend + live NetBox with the plugin and an RQ worker);
+#  3. whole-system tests (emulator + backend + live NetBox with the plugin and an RQ worker), the sync
+#     suite once more on the REST path (beside 4);
 #  4. the NetBox release matrix: on every other supported release the plugin migrates, its in-NetBox tests
 #     pass and a full sync of the demo cluster through the plugin converges; then the synced 4.5.8
 #     database is upgraded to the default release and a resync writes nothing. 4.7.0's sync runs in the
@@ -97,6 +98,9 @@ show_rest_path() {
   if [ -n "$rest_path_shown" ]; then return; fi
   rest_path_shown=1
   local ran=0
+  if kill -0 "$rest_path_pid" 2>/dev/null; then
+    echo "== waiting for the REST-path e2e run to end (its fixtures stop its NetBox)"
+  fi
   wait "$rest_path_pid" || ran=$?
   echo "== tests/e2e on the REST path (HVSYNC_NETBOX_APPLY_PATH=false): its output"
   cat .netbox/e2e-rest-path.log
