@@ -71,13 +71,27 @@ HVSYNC_PYTEST_REDIS_OF=test "${TOOL[@]}" pytest $PYTEST_ARGS packages/netbox-hvs
 echo "== NetBox test instance (NetBox ${NETBOX_VERSION:-default})"
 # However the run ends, nothing it started is left behind: the REST-path e2e run below is waited for
 # (its own fixtures stop its NetBox), the `test` instance and the install check are stopped, so the next
-# run finds their ports free.
+# run finds their ports free. Each pid below is cleared once its job is finished with, so the handler
+# does nothing twice.
 rest_path_pid=""
-install_check_up=""
+install_check_pid=""
+show_rest_path() {
+  # wait for the REST-path run, if one is going, and show its output (also before an early exit)
+  if [ -z "$rest_path_pid" ]; then return; fi
+  local ran=0
+  if kill -0 "$rest_path_pid" 2>/dev/null; then
+    echo "== waiting for the REST-path e2e run to end (its fixtures stop its NetBox)"
+  fi
+  wait "$rest_path_pid" || ran=$?
+  rest_path_pid=""
+  echo "== tests/e2e on the REST path (HVSYNC_NETBOX_APPLY_PATH=false): its output"
+  cat .netbox/e2e-rest-path.log
+  if [ "$ran" != 0 ]; then status=1; fi
+}
 on_exit() {
-  if [ -n "$rest_path_pid" ]; then show_rest_path; fi
+  show_rest_path
   "${TOOL[@]}" down --name test
-  if [ -n "$install_check_up" ]; then .venv/bin/python tools/install_check.py stop; fi
+  if [ -n "$install_check_pid" ]; then .venv/bin/python tools/install_check.py stop; fi
 }
 trap on_exit EXIT
 "${TOOL[@]}" up --name test --fresh
@@ -92,20 +106,6 @@ done
 # It runs on its own instance (`e2e-sync`), so it goes in the background, beside the matrix's release
 # syncs below on the `test` instance: each alone leaves part of the two cores idle while it waits on
 # NetBox, the backend or a worker. Its output follows when it ends.
-rest_path_shown=""
-show_rest_path() {
-  # wait for the REST-path run once and show its output (also before an early exit: no run is left behind)
-  if [ -n "$rest_path_shown" ]; then return; fi
-  rest_path_shown=1
-  local ran=0
-  if kill -0 "$rest_path_pid" 2>/dev/null; then
-    echo "== waiting for the REST-path e2e run to end (its fixtures stop its NetBox)"
-  fi
-  wait "$rest_path_pid" || ran=$?
-  echo "== tests/e2e on the REST path (HVSYNC_NETBOX_APPLY_PATH=false): its output"
-  cat .netbox/e2e-rest-path.log
-  if [ "$ran" != 0 ]; then status=1; fi
-}
 echo "== tests/e2e on the REST path (HVSYNC_NETBOX_APPLY_PATH=false), beside the release matrix below"
 (
   ran=0
@@ -127,7 +127,6 @@ if [[ " $MATRIX " == *" 4.7.0 "* ]]; then INSTALL_CHECK=4.7.0; fi
 if [ -n "$MATRIX" ]; then
   echo "== waiting for the matrix releases' templates ($MATRIX)"
   if ! wait "$templates_pid"; then
-    show_rest_path
     cat .netbox/templates.log
     echo "matrix: a release's template could not be made"
     exit 1
@@ -138,7 +137,6 @@ if [ -n "$MATRIX" ]; then
     # core of the two); its sync runs after them
     .venv/bin/python tools/install_check.py up --env-out .netbox/install-check/env >.netbox/install-check.log 2>&1 &
     install_check_pid=$!
-    install_check_up=1
   fi
   for v in $MATRIX; do
     echo "== NetBox $v: migrate with the plugin, the plugin's tests in NetBox's venv (run beside the suites above)"
@@ -174,7 +172,7 @@ if [ -n "$MATRIX" ]; then
       status=1
     fi
     .venv/bin/python tools/install_check.py stop || true
-    install_check_up=""
+    install_check_pid=""
   fi
   case " $MATRIX " in
     *" 4.5.8 "*)
