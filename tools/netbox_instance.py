@@ -66,6 +66,9 @@ CACHE = Path(os.environ.get("HVSYNC_CACHE_DIR", Path.home() / ".cache" / "hvsync
 UV = REPO / ".tools" / "bin" / "uv"
 #: NetBox's own released sources of the releases that are not on the Python registry (shared/netbox-src)
 NETBOX_SRC = Path(os.environ.get("HVSYNC_NETBOX_SRC", REPO.parent / "shared" / "netbox-src"))
+#: migrated core templates made by this tool's `template` (pg_dump -Fc, named as the cache names them),
+#: with their sha256 sums in PROVENANCE.md (shared/netbox-dumps; read-only: copied into the cache first)
+NETBOX_DUMPS = Path(os.environ.get("HVSYNC_NETBOX_DUMPS", REPO.parent / "shared" / "netbox-dumps"))
 
 PG = {"host": "127.0.0.1", "port": "5432", "user": "postgres"}
 
@@ -579,6 +582,8 @@ def ensure_template() -> None:
             return
         drop_db(RELEASE.template_db)  # ours, and incomplete
         dump = CACHE / f"{RELEASE.template_db}.dump"
+        if not dump.exists():
+            _copy_shared_dump(dump)
         if not (dump.exists() and _restored(dump)):
             _migrate_template()
             log(f"caching a dump in {dump}")
@@ -603,6 +608,47 @@ def ensure_template() -> None:
             )
             tmp.rename(dump)
         psql(f"COMMENT ON DATABASE \"{RELEASE.template_db}\" IS '{TEMPLATE_DONE}'")
+
+
+def shared_dump_sums(provenance: Path) -> dict[str, str]:
+    """File name -> sha256 from the dumps' PROVENANCE.md table (`| <name>.dump | ... | <sha256> |`)."""
+    sums: dict[str, str] = {}
+    if provenance.exists():
+        for line in provenance.read_text(encoding="utf-8").splitlines():
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            if len(cells) >= 2 and cells[0].endswith(".dump") and len(cells[-1]) == 64:
+                sums[cells[0]] = cells[-1].lower()
+    return sums
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _copy_shared_dump(dump: Path) -> None:
+    """Put the shared dump of this release's template into the cache when its name and sha256 match.
+
+    The dumps were made by this tool's `template` (the same migrations, in the same order); a dump whose
+    name or checksum does not match is ignored and the template is migrated as before. The run's output
+    says which happened."""
+    shared = NETBOX_DUMPS / dump.name
+    expected = shared_dump_sums(NETBOX_DUMPS / "PROVENANCE.md").get(dump.name)
+    if not shared.exists() or expected is None:
+        log(f"no shared dump {shared.name} in {NETBOX_DUMPS}: migrating")
+        return
+    actual = file_sha256(shared)
+    if actual != expected:
+        log(f"shared dump {shared} has sha256 {actual}, PROVENANCE.md says {expected}: ignored, migrating")
+        return
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = dump.with_suffix(".tmp")
+    shutil.copyfile(shared, tmp)
+    tmp.rename(dump)
+    log(f"using the shared dump {shared} (sha256 matches PROVENANCE.md)")
 
 
 def _restored(dump: Path) -> bool:
