@@ -26,9 +26,11 @@ $(UV):
 
 setup: .venv/.synced
 
+# the plugin's rules/ (the SPEC's rules, no Django) and the wire both products load are typed strictly
 lint: setup
 	$(ROOT)/.venv/bin/ruff check .
 	$(ROOT)/.venv/bin/ruff format --check .
+	$(ROOT)/.venv/bin/mypy --strict packages/netbox-hvsync/src/netbox_hvsync/rules contracts/wire
 
 schema: setup
 	$(VENV_PY) tools/compile_pve_schema.py

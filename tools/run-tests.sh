@@ -131,6 +131,8 @@ if [ -n "$MATRIX" ]; then
     echo "matrix: a release's template could not be made"
     exit 1
   fi
+  # say where each release's template came from: a shared dump, the cache, or a migration
+  grep -E "shared dump|restoring|restored in|migrat" .netbox/templates.log || true
   wait "$matrix_tests_pid" || true
   if [ -n "$INSTALL_CHECK" ]; then
     # set up beside the release syncs below (a venv from the registry, migrate, collectstatic: about one

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import INSTANCE, PORT, REPO, NetBox
@@ -75,3 +78,72 @@ def test_a_pytest_run_takes_a_stopped_instances_redis_databases_and_refuses_a_li
     with pytest.raises(SystemExit, match="Redis database 4 is used by 1 live RQ worker"):
         netbox_instance.pytest_redis_base()
     assert sent == []  # nothing emptied under a live worker
+
+
+def _shared_dumps(tmp_path: Path, name: str, content: bytes, listed_sum: str) -> Path:
+    """A shared/netbox-dumps folder as the project's owner lays it: the dump and its PROVENANCE.md row."""
+    folder = tmp_path / "netbox-dumps"
+    folder.mkdir()
+    (folder / name).write_bytes(content)
+    (folder / "PROVENANCE.md").write_text(
+        "| file | NetBox | netbox-branching | sha256 |\n|---|---|---|---|\n"
+        f"| {name} | 4.7.3 | 1.2.2 | {listed_sum} |\n",
+        encoding="utf-8",
+    )
+    return folder
+
+
+@pytest.mark.parametrize("checksum_matches", [True, False])
+def test_a_shared_template_dump_is_used_only_when_its_checksum_matches(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    checksum_matches: bool,
+) -> None:
+    # make test restores each release's migrated template from ../shared/netbox-dumps instead of
+    # migrating for minutes, but only a dump whose sha256 is the one PROVENANCE.md lists
+    import netbox_instance
+
+    content = b"PGDMP not really a dump"
+    name = f"{netbox_instance.RELEASE.template_db}.dump"
+    listed = hashlib.sha256(content).hexdigest() if checksum_matches else "0" * 64
+    monkeypatch.setattr(netbox_instance, "NETBOX_DUMPS", _shared_dumps(tmp_path, name, content, listed))
+    monkeypatch.setattr(netbox_instance, "CACHE", tmp_path / "cache")
+    cached = tmp_path / "cache" / name
+
+    netbox_instance._copy_shared_dump(cached)
+
+    out = capsys.readouterr().out
+    if checksum_matches:
+        assert cached.read_bytes() == content
+        assert "using the shared dump" in out
+    else:
+        assert not cached.exists()
+        assert "ignored, migrating" in out
+
+
+def test_without_a_shared_dump_the_template_is_migrated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import netbox_instance
+
+    monkeypatch.setattr(netbox_instance, "NETBOX_DUMPS", tmp_path / "absent")
+    monkeypatch.setattr(netbox_instance, "CACHE", tmp_path / "cache")
+    netbox_instance._copy_shared_dump(tmp_path / "cache" / "x.dump")
+    assert not (tmp_path / "cache").exists()
+    assert "no shared dump x.dump" in capsys.readouterr().out
+
+
+def test_the_shared_dumps_provenance_lists_every_release_the_tool_makes() -> None:
+    # the dumps shipped beside the project are named as this tool names its cache files; a release whose
+    # name is missing there would silently migrate for minutes on CI
+    import netbox_instance
+
+    provenance = netbox_instance.NETBOX_DUMPS / "PROVENANCE.md"
+    if not provenance.exists():
+        if os.environ.get("HVSYNC_REQUIRE_SOURCE_DATA"):  # CI has ../shared: missing there is a failure
+            pytest.fail(f"no {provenance}")
+        pytest.skip(f"no {provenance} on this machine (CI and developers have ../shared)")
+    sums = netbox_instance.shared_dump_sums(provenance)
+    for release in netbox_instance.RELEASES.values():
+        assert sums.get(f"{release.template_db}.dump", "").isalnum(), release.version
