@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hvsync_backend.sync.reconcile import Current, Desired, diff_fields, make_plan, normalise
+from hvsync_backend.sync.plan import Current, Desired, diff_fields, make_plan, normalise
 
 
 def test_normalise_maps_netbox_read_shapes_to_write_shapes() -> None:

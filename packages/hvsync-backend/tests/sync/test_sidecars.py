@@ -6,7 +6,7 @@ from typing import Any
 
 from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.framework import with_key_mirror
-from hvsync_backend.sync.reconcile import Desired, make_plan
+from hvsync_backend.sync.plan import Desired, make_plan
 
 
 def test_every_spec_rebuilds_the_stage_key_from_its_row() -> None:
@@ -39,7 +39,7 @@ def test_subnet_ids_map_back_to_cidrs() -> None:
 
 
 def test_a_cleared_key_mirror_is_written_back_and_nothing_else() -> None:
-    from hvsync_backend.sync.reconcile import Current
+    from hvsync_backend.sync.plan import Current
 
     want = with_key_mirror(Desired("inv3|vm|100", "web", {"name": "web"}, state={"vmid": 100}))
     assert want.state == {"vmid": 100}

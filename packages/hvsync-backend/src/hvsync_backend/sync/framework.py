@@ -19,7 +19,7 @@ from typing import Any
 from hvsync_backend.inventory.batching import SUMMED_INTO_PARENT
 from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.sync import sidecars
-from hvsync_backend.sync.reconcile import Current, Desired, Plan, diff_fields, make_plan
+from hvsync_backend.sync.plan import Current, Desired, Plan, diff_fields, make_plan
 from hvsync_backend.sync.run import KEY_FIELD, MANAGED_TAG, MAX_ERRORS, Counts, SyncContext
 from hvsync_backend.wire.keys import SEPARATOR, format_key
 from hvsync_backend.wire.numbers import decimal

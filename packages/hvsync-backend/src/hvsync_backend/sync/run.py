@@ -17,8 +17,8 @@ from hvsync_backend.inventory.client import NetBoxClient
 from hvsync_backend.metrics import Metrics
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.parse import Sighting
+from hvsync_backend.sync.plan import Current, Desired
 from hvsync_backend.sync.proxmox import ClusterInfo, Guest, HvSource, ProxmoxReader, ProxmoxReadError
-from hvsync_backend.sync.reconcile import Current, Desired
 from hvsync_backend.wire.keys import KEY_FIELD, SEPARATOR
 
 __all__ = [

@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from hvsync_backend.inventory.errors import NetBoxError, NetBoxHTTPError
+from hvsync_backend.sync.plan import Desired, diff_fields
 from hvsync_backend.sync.plugin_endpoints import PLUGIN_API, plugin_endpoints
-from hvsync_backend.sync.reconcile import Desired, diff_fields
 from hvsync_backend.sync.run import Counts, SidecarState, SyncContext
 
 #: rows are read per endpoint (`endpoint_id=`), so the nested endpoint is never serialised (~30% of a read)

@@ -14,10 +14,10 @@ from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.sync.focused import focus_nodes, ids_with_existing, node_allowed
 from hvsync_backend.sync.framework import Kind, Stage, known_ids, left_alone
 from hvsync_backend.sync.guests import guests, skipped_guests, vm_key
+from hvsync_backend.sync.plan import Current, Desired
 from hvsync_backend.sync.plugin_endpoints import plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 from hvsync_backend.sync.reads import clusters, storage_facts
-from hvsync_backend.sync.reconcile import Current, Desired
 from hvsync_backend.sync.run import Counts, SyncContext
 from hvsync_backend.sync.stages.plugin_records import (
     BASE,

@@ -7,9 +7,9 @@ from typing import Any
 from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.focused import focus_nodes, node_allowed
 from hvsync_backend.sync.framework import Kind, known_ids
+from hvsync_backend.sync.plan import Desired
 from hvsync_backend.sync.proxmox import HvSource
 from hvsync_backend.sync.reads import clusters
-from hvsync_backend.sync.reconcile import Desired
 from hvsync_backend.sync.run import KEY_FIELD, SyncContext
 from hvsync_backend.sync.support import ensure, prefetch_support, slugify
 from hvsync_backend.wire.keys import format_key

@@ -16,8 +16,8 @@ from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.framework import Kind, known_ids
 from hvsync_backend.sync.guests import guests, vm_key, warm_guests
 from hvsync_backend.sync.parse import Sighting, nics
+from hvsync_backend.sync.plan import Current, Desired
 from hvsync_backend.sync.proxmox import Guest, HvSource, ProxmoxReader
-from hvsync_backend.sync.reconcile import Current, Desired
 from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
 from hvsync_backend.sync.stages.vm_interfaces import VMInterfaceKind

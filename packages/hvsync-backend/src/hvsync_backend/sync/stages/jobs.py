@@ -11,9 +11,9 @@ from typing import Any
 
 from hvsync_backend.sync.framework import Kind, known_ids
 from hvsync_backend.sync.guests import skipped_guests, vm_key
+from hvsync_backend.sync.plan import Current, Desired
 from hvsync_backend.sync.plugin_endpoints import plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
-from hvsync_backend.sync.reconcile import Current, Desired
 from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.plugin_records import (
     BASE,

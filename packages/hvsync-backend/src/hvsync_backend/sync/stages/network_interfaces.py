@@ -10,9 +10,9 @@ from typing import Any
 from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.focused import focus_nodes, node_allowed
 from hvsync_backend.sync.framework import Kind, known_ids
+from hvsync_backend.sync.plan import Desired
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 from hvsync_backend.sync.reads import clusters
-from hvsync_backend.sync.reconcile import Desired
 from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.devices import DeviceKind, node_key
 from hvsync_backend.wire.keys import format_key

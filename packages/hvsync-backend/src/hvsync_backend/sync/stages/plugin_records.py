@@ -13,9 +13,9 @@ from typing import Any
 
 from hvsync_backend.sync.focused import focus_nodes, ids_with_existing, node_allowed
 from hvsync_backend.sync.framework import Kind, known_ids
+from hvsync_backend.sync.plan import Current, Desired
 from hvsync_backend.sync.plugin_endpoints import PLUGIN_API, plugin_endpoints
 from hvsync_backend.sync.reads import clusters, storage_facts
-from hvsync_backend.sync.reconcile import Current, Desired
 from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
 from hvsync_backend.sync.stages.devices import ClusterKind, DeviceKind, cluster_key, node_key
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.framework import Kind, known_ids
+from hvsync_backend.sync.plan import Desired
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 from hvsync_backend.sync.reads import clusters
-from hvsync_backend.sync.reconcile import Desired
 from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.devices import ClusterKind, cluster_key
 from hvsync_backend.sync.support import slugify

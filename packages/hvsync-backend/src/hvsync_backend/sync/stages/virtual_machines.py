@@ -12,8 +12,8 @@ from typing import Any
 from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.framework import Kind, known_ids
 from hvsync_backend.sync.guests import guests, vm_key, warm_guests, when_listed
+from hvsync_backend.sync.plan import Desired
 from hvsync_backend.sync.proxmox import Guest
-from hvsync_backend.sync.reconcile import Desired
 from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
 from hvsync_backend.sync.stages.devices import ClusterKind, DeviceKind, cluster_key, node_key, site_id
 from hvsync_backend.sync.stages.plugin_records import PluginClusterKind

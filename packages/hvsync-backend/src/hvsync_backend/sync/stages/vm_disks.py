@@ -6,7 +6,7 @@ from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.framework import Kind, known_ids
 from hvsync_backend.sync.guests import guests, vm_key, warm_guests
 from hvsync_backend.sync.parse import disks
-from hvsync_backend.sync.reconcile import Desired
+from hvsync_backend.sync.plan import Desired
 from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
 from hvsync_backend.wire.keys import format_key

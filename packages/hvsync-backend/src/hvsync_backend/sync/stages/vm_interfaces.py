@@ -12,9 +12,9 @@ from hvsync_backend.sync import sidecars
 from hvsync_backend.sync.framework import Kind, known_ids
 from hvsync_backend.sync.guests import guests, vm_key, warm_guests
 from hvsync_backend.sync.parse import Nic, nics
+from hvsync_backend.sync.plan import Desired
 from hvsync_backend.sync.proxmox import HvSource
 from hvsync_backend.sync.reads import clusters
-from hvsync_backend.sync.reconcile import Desired
 from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.devices import ClusterKind, cluster_key
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind

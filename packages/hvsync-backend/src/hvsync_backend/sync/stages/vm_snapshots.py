@@ -12,8 +12,8 @@ from typing import Any
 
 from hvsync_backend.sync.framework import Kind, known_ids
 from hvsync_backend.sync.guests import guests, vm_key
+from hvsync_backend.sync.plan import Current, Desired
 from hvsync_backend.sync.proxmox import Guest, HvSource, ProxmoxReader
-from hvsync_backend.sync.reconcile import Current, Desired
 from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
 

@@ -1,4 +1,4 @@
-"""Pure reconcile: desired objects vs NetBox objects, keyed by Proxmox identity, into a write plan.
+"""The write plan: desired objects vs NetBox objects, keyed by Proxmox identity (pure reconcile).
 
 Only the fields hvsync manages are compared, after normalising NetBox's read shapes (nested objects,
 choices, tags) to the write shapes a stage produces. Nothing here does I/O.
