@@ -5,28 +5,7 @@ from __future__ import annotations
 from hvsync_backend.db.models import HvEndpoint, InventoryEndpoint
 from hvsync_backend.endpoints.service import get_hv_targets, get_inventory_target
 from sqlalchemy import select
-
-INV = {
-    "name": "netbox",
-    "ip_address": "192.0.2.10",
-    "domain": "netbox.example.com",
-    "port": 8000,
-    "token_version": 2,
-    "verify_ssl": False,
-    "enabled": True,
-    "token": "tok-secret-1",
-    "token_key": "keyid1",
-}
-HV = {
-    "name": "pve-a (inv:7)",
-    "ip_address": "192.0.2.20",
-    "domain": "",
-    "port": 8006,
-    "username": "root@pam",
-    "token_name": "hvsync",
-    "token_value": "pve-token-secret",
-    "verify_ssl": False,
-}
+from support import HV, INV
 
 
 def test_inventory_singleton_lifecycle(backend, auth) -> None:

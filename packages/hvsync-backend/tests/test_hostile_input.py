@@ -15,7 +15,7 @@ from hvsync_backend.sync.options import OptionError, SyncOptions
 from hvsync_backend.sync.parse import nics as parse_nics
 from hvsync_backend.wire.numbers import decimal
 from sqlalchemy import select
-from test_endpoints import HV, INV
+from support import HV, INV
 
 NOT_DECIMAL = ["²", "\u0663", "\uff11", "1²", "-1", "+1", "1.0", "0x10", "", " ", "1 2", "9" * 31]
 

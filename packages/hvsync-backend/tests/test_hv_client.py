@@ -8,37 +8,10 @@ from urllib.parse import parse_qs
 
 import httpx
 import pytest
-from hvsync_backend.endpoints.service import HvTarget
 from hvsync_backend.hv import client as client_mod
 from hvsync_backend.hv.client import ProxmoxClient
 from hvsync_backend.hv.errors import ProxmoxAuthError, ProxmoxHTTPError, ProxmoxUnreachable
-
-SECRET = "tok-3f1c-secret"
-PASSWORD = "pw-9a8b-secret"
-
-
-def target(**kw) -> HvTarget:
-    base = dict(
-        id=3,
-        name="pve-a (inv:7)",
-        host="192.0.2.20",
-        port=8006,
-        scheme="https",
-        api_url="https://192.0.2.20:8006/api2/json",
-        username="root@pam",
-        token_name="hvsync",
-        access_methods=("token",),
-        verify_ssl=False,
-        enabled=True,
-        allow_template_builds=False,
-        timeout=2.0,
-        max_retries=2,
-        retry_backoff=0.0,
-        token_value=SECRET,
-        password=PASSWORD,
-    )
-    base.update(kw)
-    return HvTarget(**base)
+from support import PASSWORD, SECRET, target
 
 
 def ok(data) -> httpx.Response:

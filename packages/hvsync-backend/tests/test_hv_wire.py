@@ -16,7 +16,7 @@ from hvsync_backend.hv.errors import ProxmoxHTTPError, ProxmoxUnreachable
 from hvsync_backend.hv.wire import proxy_for
 from pve_emulator.testing import running_emulator
 from stage_harness import emu_target
-from test_hv_client import PASSWORD, SECRET, target
+from support import PASSWORD, SECRET, target
 
 
 @dataclass

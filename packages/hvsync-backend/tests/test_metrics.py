@@ -20,35 +20,15 @@ from hvsync_backend.metrics import VERBS
 from hvsync_backend.sse.frames import parse_stream
 from hvsync_backend.wire import STAGE_ROUTES
 from prometheus_client.parser import text_string_to_metric_families
-from test_endpoints import HV, INV
+from support import HV, INV, fake_proxmox
 
 DASHBOARD = Path(__file__).resolve().parents[3] / "docs" / "grafana-hvsync.json"
-#: The Proxmox cluster the fake answers: one cluster, two online nodes.
-CLUSTER = [
-    {"type": "cluster", "name": "alpha", "nodes": 2, "quorate": 1},
-    {"type": "node", "name": "a1", "online": 1, "nodeid": 1, "ip": "192.0.2.31"},
-    {"type": "node", "name": "a2", "online": 1, "nodeid": 2, "ip": "192.0.2.32"},
-]
-NODES = [{"node": "a1", "status": "online", "maxcpu": 8}, {"node": "a2", "status": "online", "maxcpu": 8}]
-PROXMOX_OBJECTS = ("/options", "/config", "/version", "/status/current")
 
 
 @pytest.fixture
 def database_url(tmp_path: Path) -> str:
     """SQLite only: the metrics do not depend on the database (the auth tests cover both)."""
     return f"sqlite:///{tmp_path / 'data' / 'hvsync.db'}"
-
-
-def fake_proxmox(request: httpx.Request) -> httpx.Response:
-    """The cluster above; every other read is empty. A wrong token is refused like Proxmox does."""
-    if request.headers.get("Authorization") != f"PVEAPIToken=root@pam!hvsync={HV['token_value']}":
-        return httpx.Response(401, json={"data": None})
-    path = request.url.path.removeprefix("/api2/json")
-    if path == "/cluster/status":
-        return httpx.Response(200, json={"data": CLUSTER})
-    if path == "/nodes":
-        return httpx.Response(200, json={"data": NODES})
-    return httpx.Response(200, json={"data": {} if path.endswith(PROXMOX_OBJECTS) else []})
 
 
 def scrape(

@@ -37,7 +37,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from schemathesis.checks import not_a_server_error, response_schema_conformance, status_code_conformance
 from schemathesis.config import SchemathesisConfig
 from sqlalchemy import delete, select, text, update
-from test_endpoints import HV, INV
+from support import HV, INV
 
 SEED = 20261125
 #: Fuzzing-phase cases per operation.

@@ -28,7 +28,7 @@ from hvsync_backend.sse.runs import Run
 from hvsync_backend.terminal.client import BackendClient
 from hvsync_backend.terminal.command import execute
 from hvsync_backend.terminal.config import ConfigError, resolve
-from test_endpoints import HV, INV
+from support import HV, INV
 
 KEY = "runner-" + "z" * 40
 HV_ID = 1

@@ -27,8 +27,7 @@ from hvsync_backend.sync.run import MANAGED_TAG
 from hvsync_backend.sync.support import custom_field_definitions
 from hvsync_backend.wire import STAGE_ROUTES
 from stage_harness import MemoryNetBox, emulator_source, run_context
-from test_endpoints import HV, INV
-from test_metrics import fake_proxmox
+from support import HV, INV, fake_proxmox
 
 PLUGIN_ENDPOINTS = "plugins/hvsync/hv-endpoints"
 

@@ -12,7 +12,7 @@ from hvsync_backend.sse.frames import parse_stream
 from hvsync_backend.sync import leases as leases_module
 from hvsync_backend.sync.leases import LeaseHeld, Leases
 from sqlalchemy import select, update
-from test_endpoints import HV, INV
+from support import HV, INV
 
 
 @pytest.fixture
