@@ -1,4 +1,5 @@
-"""The recorded state of one sync-job run, apart from what the run does (`runner`, `selected`).
+"""The recorded state of one sync-job run, apart from what the run does (`runner`, `preflight`,
+`stage_loop`, `selected`).
 
 The sync block in `job.data["sync"]` (redacted), the job log (formatted, swept for the run's secrets),
 per-endpoint step timing, and the failure every run raises: `SyncJobFailed`, whose message is the job's
@@ -69,8 +70,8 @@ class JobLog:
 class RunState:
     """What one run of a sync job records: the sync block, the known secrets, the job log and the clock.
 
-    Both the stage loop (`runner`) and selected-objects runs (`selected`) write through it; job data is
-    saved before any raise, so a failed job still shows what ran."""
+    The job (`runner`), its preflight and stage loop (`preflight`, `stage_loop`) and selected-objects runs
+    (`selected`) write through it; job data is saved before any raise, so a failed job still shows what ran."""
 
     def __init__(self, job: Job, logger: logging.Logger, block: Mapping[str, Any]) -> None:
         self.job = job
