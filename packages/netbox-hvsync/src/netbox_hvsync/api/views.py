@@ -9,9 +9,9 @@ from core.api.serializers import JobSerializer
 from core.models import Job
 from netbox.api.viewsets import NetBoxModelViewSet, NetBoxReadOnlyModelViewSet
 from rest_framework.routers import APIRootView
-from utilities.exceptions import AbortRequest
 
 from netbox_hvsync import filtersets, models
+from netbox_hvsync.rules.grants import touched_toggles
 from netbox_hvsync.sync.job_queries import SyncJobFilterSet, sync_jobs
 
 from . import serializers
@@ -40,16 +40,12 @@ class HvEndpointViewSet(NetBoxModelViewSet):
     filterset_class = filtersets.HvEndpointFilterSet
 
     def perform_bulk_update(self, objects: Any, update_data: dict[int, dict[str, Any]], partial: bool) -> Any:
-        """A list PATCH/PUT is a local-only bulk change: refuse toggles on endpoints with a confirmed grant."""
-        guarded = models.HvEndpointQuerySet.GUARDED_FIELDS
-        touched = [pk for pk, attrs in update_data.items() if guarded & attrs.keys()]
-        blocked = objects.filter(pk__in=touched, template_build_grant_confirmed=True).first()
-        if blocked is not None:
-            raise AbortRequest(
-                f"Cannot bulk-change enabled/allow_template_builds of Proxmox endpoint {blocked.name!r}: the "
-                f"backend last confirmed template builds as allowed for it. Update it on its own so the "
-                f"backend confirms the revocation."
-            )
+        """A list PATCH/PUT is a local-only bulk change: refuse toggles on endpoints with a confirmed grant
+        (the refusal is `rules.grants`', asked through the model)."""
+        touched = {str(pk): attrs.keys() for pk, attrs in update_data.items() if touched_toggles(attrs)}
+        granted = objects.filter(pk__in=list(touched), template_build_grant_confirmed=True)
+        for endpoint in granted.order_by("pk"):
+            endpoint.check_bulk_toggle(touched[str(endpoint.pk)])
         return super().perform_bulk_update(objects, update_data, partial)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
@@ -14,6 +15,13 @@ from utilities.exceptions import AbortRequest
 from utilities.querysets import RestrictedQuerySet
 
 from netbox_hvsync.choices import AccessMethodChoices, KeyStateChoices, TokenVersionChoices
+from netbox_hvsync.rules.grants import (
+    GUARDED_TOGGLE_FIELDS,
+    bulk_toggle_refusal,
+    deletion_refusal,
+    endpoint_label,
+    touched_toggles,
+)
 from netbox_hvsync.rules.urls import TargetError, backend_url_target
 
 from .base import EncryptedCredentialsMixin, encrypted_property, presence_property
@@ -145,34 +153,25 @@ class HvEndpointDeletionBlocked(AbortRequest):
     """
 
 
-def _grant_block_message(endpoint: HvEndpoint, action: str) -> str:
-    return (
-        f"Cannot {action} Proxmox endpoint {endpoint.name!r}: the backend last confirmed template builds "
-        f"as allowed for it. Save the endpoint normally with template builds disallowed so the backend "
-        f"confirms the revocation, then retry."
-    )
-
-
 class HvEndpointQuerySet(RestrictedQuerySet):
-    """Refuses bulk deletes and local-only toggles on endpoints whose template-build grant is confirmed."""
+    """Refuses bulk deletes and local-only toggles on endpoints whose template-build grant is confirmed;
+    the refusal is `rules.grants`' (the one guard every path asks)."""
 
-    GUARDED_FIELDS = frozenset({"enabled", "allow_template_builds"})
+    GUARDED_FIELDS = GUARDED_TOGGLE_FIELDS
 
     def _blocked(self) -> HvEndpoint | None:
         return self.filter(template_build_grant_confirmed=True).order_by("pk").first()
 
     def delete(self) -> Any:
         if (blocked := self._blocked()) is not None:
-            raise HvEndpointDeletionBlocked(_grant_block_message(blocked, "delete"))
+            blocked.check_deletable()
         return super().delete()
 
     delete.alters_data = True  # type: ignore[attr-defined]
 
     def update(self, **kwargs: Any) -> int:
-        if self.GUARDED_FIELDS & kwargs.keys() and (blocked := self._blocked()) is not None:
-            raise HvEndpointDeletionBlocked(
-                _grant_block_message(blocked, "bulk-change enabled/template builds of")
-            )
+        if touched_toggles(kwargs) and (blocked := self._blocked()) is not None:
+            blocked.check_bulk_toggle(kwargs)
         return super().update(**kwargs)
 
     update.alters_data = True  # type: ignore[attr-defined]
@@ -276,8 +275,16 @@ class HvEndpoint(EncryptedCredentialsMixin, NetBoxModel):
             raise ValidationError(errors)
 
     def check_deletable(self) -> None:
-        if self.template_build_grant_confirmed:
-            raise HvEndpointDeletionBlocked(_grant_block_message(self, "delete"))
+        """Raise while the confirmed grant blocks deletion (SPEC 2.6; the refusal is `rules.grants`')."""
+        refusal = deletion_refusal(self.template_build_grant_confirmed, endpoint_label(self.name))
+        if refusal is not None:
+            raise HvEndpointDeletionBlocked(refusal)
+
+    def check_bulk_toggle(self, fields: Collection[str]) -> None:
+        """Raise when a local-only bulk change of `fields` would toggle a confirmed grant's endpoint."""
+        refusal = bulk_toggle_refusal(self.template_build_grant_confirmed, endpoint_label(self.name), fields)
+        if refusal is not None:
+            raise HvEndpointDeletionBlocked(refusal)
 
     def delete(self, *args: Any, **kwargs: Any) -> Any:
         self.check_deletable()

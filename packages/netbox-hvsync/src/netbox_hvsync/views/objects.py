@@ -15,11 +15,11 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.generic import View
 from netbox.object_actions import AddObject, BulkDelete, BulkEdit, BulkExport, DeleteObject, EditObject
 from netbox.views import generic
-from utilities.exceptions import AbortRequest
 from utilities.views import ConditionalLoginRequiredMixin, register_model_view
 
 from netbox_hvsync import filtersets, forms, models, tables
 from netbox_hvsync.backend.push import push_hv_by_pk
+from netbox_hvsync.rules.grants import touched_toggles
 from netbox_hvsync.sync.job_queries import sync_jobs
 from netbox_hvsync.wire.numbers import decimal
 
@@ -153,19 +153,13 @@ class HvEndpointGuardedBulkEdit(generic.BulkEditView):
     """Bulk edit is local-only (no push): it may not toggle enabled/template builds of a confirmed grant."""
 
     def _update_objects(self, form: Any, request: HttpRequest) -> Any:
-        guarded = [
-            n for n in models.HvEndpointQuerySet.GUARDED_FIELDS if form.cleaned_data.get(n) is not None
-        ]
-        if guarded:
-            blocked = models.HvEndpoint.objects.filter(
+        changed = [name for name in touched_toggles(form.cleaned_data) if form.cleaned_data[name] is not None]
+        if changed:
+            granted = models.HvEndpoint.objects.filter(
                 pk__in=form.cleaned_data["pk"], template_build_grant_confirmed=True
-            ).first()
-            if blocked is not None:
-                raise AbortRequest(
-                    f"Cannot bulk-change {', '.join(sorted(guarded))} of Proxmox endpoint {blocked.name!r}: the "
-                    f"backend last confirmed template builds as allowed for it. Edit it on its own so the backend "
-                    f"confirms the revocation."
-                )
+            )
+            for endpoint in granted.order_by("pk"):
+                endpoint.check_bulk_toggle(changed)  # the refusal is rules.grants'
         return super()._update_objects(form, request)
 
 
