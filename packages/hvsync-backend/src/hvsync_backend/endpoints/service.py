@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from hvsync_backend.db.models import HvEndpoint, InventoryEndpoint
 from hvsync_backend.endpoints.registry import EndpointRegistry
+from hvsync_backend.inventory.tokens import auth_header
 
 
 def _host_for_url(ip_address: str, domain: str) -> str:
@@ -84,14 +85,13 @@ class HvTarget:
 
 
 def inventory_auth_headers(token_version: int, token: str | None, token_key: str | None) -> dict[str, str]:
-    """NetBox token header: v1 ``Token <token>``; v2 ``Bearer nbt_<token_key>.<token>``."""
+    """The NetBox token header (`inventory.tokens.auth_header`); none without a usable token."""
     if not token:
         return {}
-    if token_version == 1:
-        return {"Authorization": f"Token {token}"}
-    if not token_key:
+    try:
+        return {"Authorization": auth_header(token_version, token, token_key)}
+    except ValueError:  # a v2 token without its key: no header, and the run says so
         return {}
-    return {"Authorization": f"Bearer nbt_{token_key}.{token}"}
 
 
 def _inventory_target(registry: EndpointRegistry, row: InventoryEndpoint) -> InventoryTarget:
