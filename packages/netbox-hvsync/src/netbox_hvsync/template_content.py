@@ -12,7 +12,7 @@ from django.utils.safestring import SafeString
 from netbox.plugins import PluginTemplateExtension
 
 from netbox_hvsync import models
-from netbox_hvsync.sync.job_queries import sync_jobs
+from netbox_hvsync.querysets import sync_jobs
 
 PANEL = "netbox_hvsync/inc/proxmox_panel.html"
 

@@ -24,8 +24,8 @@ from netbox_hvsync import models
 from netbox_hvsync.backend.cancel import stop_backend_runs
 from netbox_hvsync.choices import SYNC_STAGES, SYNC_TYPE_ALL, SyncModeChoices
 from netbox_hvsync.jobs import enqueue_sync
+from netbox_hvsync.querysets import sync_jobs
 from netbox_hvsync.sync.branching import branching_installed
-from netbox_hvsync.sync.job_queries import sync_jobs
 from netbox_hvsync.sync.selected import SELECTED_TYPES, VM_TYPE, model_of
 
 logger = logging.getLogger("netbox_hvsync.api")

@@ -11,8 +11,9 @@ from netbox.api.viewsets import NetBoxModelViewSet, NetBoxReadOnlyModelViewSet
 from rest_framework.routers import APIRootView
 
 from netbox_hvsync import filtersets, models
+from netbox_hvsync.filtersets import SyncJobFilterSet
+from netbox_hvsync.querysets import sync_jobs
 from netbox_hvsync.rules.grants import touched_toggles
-from netbox_hvsync.sync.job_queries import SyncJobFilterSet, sync_jobs
 
 from . import serializers
 

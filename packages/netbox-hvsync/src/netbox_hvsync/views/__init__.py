@@ -1,6 +1,6 @@
 """The plugin's UI views: object views of every model (`objects`), the four-eyes decision on deletion
 requests (`deletion`), the sync schedule form (`schedule`), the repair page (`sync_state`), the sync-run
-page (`sync_run`) and the list of sync runs (`sync_run_list`).
+page (`sync_run`, what it shows: `run_report`) and the list of sync runs (`sync_run_list`).
 
 Importing the package registers every model view (`register_model_view`), which `urls.py` then finds
 through NetBox's `get_model_urls`.

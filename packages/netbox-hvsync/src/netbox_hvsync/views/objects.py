@@ -19,8 +19,8 @@ from utilities.views import ConditionalLoginRequiredMixin, register_model_view
 
 from netbox_hvsync import filtersets, forms, models, tables
 from netbox_hvsync.backend.push import push_hv_by_pk
+from netbox_hvsync.querysets import sync_jobs
 from netbox_hvsync.rules.grants import touched_toggles
-from netbox_hvsync.sync.job_queries import sync_jobs
 from netbox_hvsync.wire.numbers import decimal
 
 DETAIL_TEMPLATE = "netbox_hvsync/object_detail.html"

@@ -19,8 +19,8 @@ from users.models import Token
 from utilities.htmx import htmx_partial
 
 from netbox_hvsync.models import InventoryEndpoint
-from netbox_hvsync.sync.job_queries import sync_jobs
-from netbox_hvsync.sync.run_report import build_report
+from netbox_hvsync.querysets import sync_jobs
+from netbox_hvsync.views.run_report import build_report
 
 PAGE_TEMPLATE = "netbox_hvsync/sync_run.html"
 PARTIAL_TEMPLATE = "netbox_hvsync/inc/sync_run_body.html"

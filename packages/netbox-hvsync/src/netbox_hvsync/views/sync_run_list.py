@@ -3,8 +3,9 @@
 Built on `core.views.JobListView` (the same class on NetBox 4.5, 4.6 and 4.7), so the permission
 (`core.view_job`, object permissions narrowing the rows), paging, column configuration and the filter tab
 behave as on NetBox's own job list. Rows are filtered with the REST list's `SyncJobFilterSet`
-(`sync/job_queries.py`); the run's mode, scope and stage count are read in SQL from the `data` block (the
-list still defers `data` itself, which can be large). Jobs are queued from "Schedule a sync", never added, imported or edited here.
+(`filtersets.py`, its SQL in `querysets.py`); the run's mode, scope and stage count are read in SQL from the
+`data` block (the list still defers `data` itself, which can be large). Jobs are queued from "Schedule a
+sync", never added, imported or edited here.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from utilities.forms import BOOLEAN_WITH_BLANK_CHOICES
 from utilities.forms.rendering import FieldSet
 
 from netbox_hvsync.choices import SyncTypeChoices
-from netbox_hvsync.sync.job_queries import SyncJobFilterSet, sync_jobs
+from netbox_hvsync.filtersets import SyncJobFilterSet
+from netbox_hvsync.querysets import sync_jobs
 
 _DATA = f'"{Job._meta.db_table}"."data"'
-# the `sync` block when it is an object, else `data` itself (flat legacy rows), as job_queries.in_block
+# the `sync` block when it is an object, else `data` itself (flat legacy rows), as querysets.in_block
 _BLOCK = f"(CASE WHEN jsonb_typeof({_DATA} -> 'sync') = 'object' THEN {_DATA} -> 'sync' ELSE {_DATA} END)"
 _STAGES = f"({_BLOCK} -> 'stages')"
 _ENDPOINTS = f"({_BLOCK} -> 'hv_endpoint_ids')"

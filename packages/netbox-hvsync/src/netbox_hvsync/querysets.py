@@ -1,6 +1,7 @@
-"""Sync-job filters over NetBox's core Job table, evaluated in PostgreSQL (SPEC 4.4 rules 1-5).
+"""Sync-job querysets over NetBox's core Job table, evaluated in PostgreSQL (SPEC 4.4 rules 1-5).
 
-They translate the reference predicates of `netbox_hvsync.rules.job_filters` into SQL; a test runs both
+`sync_jobs()` narrows core Job rows to hvsync's sync runs; the `Q` builders are the sync-job filters
+(`filtersets.SyncJobFilterSet` calls them). They translate the reference predicates of `netbox_hvsync.rules.job_filters` into SQL; a test runs both
 over the same rows and requires identical answers.
 
 A sync job is a core Job whose `data` carries a `sync` block (or, for very old rows, whose name starts
@@ -15,15 +16,12 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-import django_filters
 from core.choices import JobStatusChoices
-from core.filtersets import JobFilterSet
 from core.models import Job
-from django.db.models import BooleanField, Model, Q, QuerySet
+from django.db.models import BooleanField, Q, QuerySet
 from django.db.models.expressions import RawSQL
-from netbox_hvsync import models
-from netbox_hvsync.choices import SYNC_TYPE_ALL, SyncTypeChoices
-from netbox_hvsync.compat import JobUserFilterSet
+
+from netbox_hvsync.choices import SYNC_TYPE_ALL
 
 SYNC_JOB_NAME_PREFIX = "hvsync"
 FAILED_STATUSES = (JobStatusChoices.STATUS_FAILED, JobStatusChoices.STATUS_ERRORED)
@@ -145,77 +143,3 @@ def is_errored() -> Q:
         | in_block(f".stages[*] {stage_failed}")
         | in_block(f'.stages ? (@.type() == "object").* {stage_failed}')
     )
-
-
-class MultiValueIntegerFilter(django_filters.BaseInFilter, django_filters.NumberFilter):
-    """Repeatable integer parameter (`?x=1&x=2` or `?x=1,2`)."""
-
-
-def chosen(value: list[Any]) -> list[Any]:
-    """The objects of a model-choice filter's value: django-filter passes NetBox's `null` marker through
-    with them (`node_id=null` reached the database as an id: a 500, found by the REST fuzz run). A run's
-    endpoint scope is never null, so the marker selects nothing of its own."""
-    return [item for item in value or () if isinstance(item, Model)]
-
-
-class SyncJobFilterSet(JobFilterSet, JobUserFilterSet):
-    """Every core job filter (user filters the same on every release) plus the sync-block filters of
-    SPEC 4.4."""
-
-    sync_type = django_filters.MultipleChoiceFilter(
-        choices=SyncTypeChoices, method="filter_sync_type", label="Sync type"
-    )
-    hv_endpoint_id = django_filters.ModelMultipleChoiceFilter(
-        queryset=models.HvEndpoint.objects.all(), method="filter_hv_endpoint", label="Proxmox endpoint (ID)"
-    )
-    cluster_id = django_filters.ModelMultipleChoiceFilter(
-        queryset=models.HvCluster.objects.all(), method="filter_cluster", label="Proxmox cluster (ID)"
-    )
-    node_id = django_filters.ModelMultipleChoiceFilter(
-        queryset=models.HvNode.objects.all(), method="filter_node", label="Proxmox node (ID)"
-    )
-    inventory_vm_id = django_filters.NumberFilter(method="filter_vm", label="Targeted virtual machine (ID)")
-    run_id = django_filters.CharFilter(method="filter_run_id", label="Run id")
-    batch_object_type = django_filters.CharFilter(
-        method="filter_batch_object_type", label="Batch object type"
-    )
-    errored = django_filters.BooleanFilter(method="filter_errored", label="Errored")
-
-    class Meta(JobFilterSet.Meta):
-        pass
-
-    def filter_sync_type(self, queryset: QuerySet, name: str, value: list[str]) -> QuerySet:
-        return queryset.filter(matches_sync_type(value)) if value else queryset
-
-    def filter_hv_endpoint(self, queryset: QuerySet, name: str, value: list[models.HvEndpoint]) -> QuerySet:
-        value = chosen(value)
-        return queryset.filter(matches_hv_endpoint(e.pk for e in value)) if value else queryset
-
-    def filter_cluster(self, queryset: QuerySet, name: str, value: list[models.HvCluster]) -> QuerySet:
-        value = chosen(value)
-        if not value:
-            return queryset
-        return queryset.filter(matches_hv_endpoint(c.endpoint_id for c in value))
-
-    def filter_node(self, queryset: QuerySet, name: str, value: list[models.HvNode]) -> QuerySet:
-        value = chosen(value)
-        if not value:
-            return queryset
-        endpoint_ids = models.HvCluster.objects.filter(nodes__in=value).values_list("endpoint_id", flat=True)
-        return queryset.filter(matches_hv_endpoint(list(endpoint_ids)))
-
-    def filter_vm(self, queryset: QuerySet, name: str, value: Any) -> QuerySet:
-        return queryset if value is None else queryset.filter(matches_vm([int(value)]))
-
-    def filter_run_id(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(matches_value("run_id", value)) if value else queryset
-
-    def filter_batch_object_type(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        if not value:
-            return queryset
-        return queryset.filter(matches_value("batch_object_type", value))
-
-    def filter_errored(self, queryset: QuerySet, name: str, value: bool | None) -> QuerySet:
-        if value is None:
-            return queryset
-        return queryset.filter(is_errored()) if value else queryset.exclude(is_errored())

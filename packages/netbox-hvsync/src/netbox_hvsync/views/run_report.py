@@ -1,8 +1,8 @@
 """What the sync-run page shows of one job, built from the job row and its `data["sync"]` block.
 
-Plain data for the templates (`views.sync_run`): the header times, one row per endpoint and stage, the
-timeline segments, preflight, local reconciliation, warnings, errors, failed objects, the live progress
-and the change-log link. The block is stored redacted; it is redacted once more here (credential-like
+Plain data for the templates, beside the view that renders it (`views.sync_run`): the header times, one
+row per endpoint and stage, the timeline segments, preflight, local reconciliation, warnings, errors,
+failed objects, the live progress and the change-log link. The block is stored redacted; it is redacted once more here (credential-like
 keys, credential-looking text), so nothing the page renders depends on how the block was written.
 """
 
@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 from core.choices import JobStatusChoices
 from core.models import Job
+
 from netbox_hvsync.rules.redaction import redact
 from netbox_hvsync.wire import SUMMARY_COUNTS
 
