@@ -5,7 +5,7 @@ The sync block lives under `data["sync"]` (older rows may carry it flat in `data
 `batch_object_type`, `errors`, `stages`. The NetBox glue may translate these predicates into database
 lookups; these functions are the reference the glue's tests compare against.
 
-What runs in production is the SQL in `netbox_hvsync.sync.job_queries`: each of its `Q` builders has the
+What runs in production is the SQL in `netbox_hvsync.querysets`: each of its `Q` builders has the
 name of the predicate here that it mirrors (`matches_sync_type`, `matches_hv_endpoint`, `matches_vm`,
 `matches_value`, `is_errored`), and `tests/netbox/test_sync_job_filter_parity.py` runs both over the same
 rows. Object permissions (rule 5) come from NetBox's `restrict()` before any of these filters.
