@@ -10,7 +10,7 @@ from pve_emulator.errors import ApiError, bad_param, not_found
 from pve_emulator.mock import calendar
 from pve_emulator.mock.access import can_audit_vm, privileges
 from pve_emulator.mock.backup_scope import backup_volumes, covered_vmids, included_guests
-from pve_emulator.mock.guests import guest_usage
+from pve_emulator.mock.guests.common import guest_usage
 from pve_emulator.mock.locks import active_lock
 from pve_emulator.mock.registry import Call, route
 from pve_emulator.mock.release_info import release_info

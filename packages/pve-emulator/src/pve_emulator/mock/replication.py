@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from pve_emulator.mock.calendar import next_event, parse
-from pve_emulator.mock.guests import disk_entries
+from pve_emulator.mock.guests.common import disk_entries
 from pve_emulator.mock.state import ClusterState, Guest
 
 DEFAULT_SCHEDULE = "*/15"

@@ -9,7 +9,7 @@ import ipaddress
 import time
 from typing import Any
 
-from pve_emulator.mock.guests import mac_for
+from pve_emulator.mock.guests.common import mac_for
 from pve_emulator.mock.replication import run_job as run_replication
 from pve_emulator.mock.state import (
     Acl,

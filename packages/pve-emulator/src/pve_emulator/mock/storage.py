@@ -51,7 +51,7 @@ def volume_used(cfg: dict[str, Any], size: int) -> int:
 def _guest_volumes(state: ClusterState, node: str, storage: str) -> list[dict[str, Any]]:
     """Every guest volume on the storage as seen from ``node`` (all nodes' guests on shared storage):
     attached disks, detached ``unusedN`` ones (still on the storage), linked clones and template bases."""
-    from pve_emulator.mock.guests import disk_entries
+    from pve_emulator.mock.guests.common import disk_entries
 
     cfg = state.storages[storage]
     shared = bool(cfg.get("shared"))
