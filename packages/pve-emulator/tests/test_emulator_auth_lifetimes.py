@@ -12,8 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
-from pve_emulator.auth import AUTH_GRACE, TICKET_LIFETIME, TicketSigner, expired, fresh
+from pve_emulator.auth import AUTH_GRACE, TICKET_LIFETIME, TicketSigner, fresh
 from pve_emulator.clock import Clock
+from pve_emulator.identity import expired
 from pve_emulator.mock.release_info import RELEASES
 from pve_emulator.testing import EmulatorHandle, running_emulator
 

@@ -14,13 +14,14 @@ import time
 from typing import Any, Protocol
 from urllib.parse import unquote
 
-from pve_emulator.auth import Identity, TicketSigner, parse_token_header
+from pve_emulator.auth import TicketSigner, parse_token_header
 from pve_emulator.clock import Clock
 from pve_emulator.errors import ApiError
+from pve_emulator.identity import Identity
+from pve_emulator.paging import Counted
 from pve_emulator.schema import ApiSchema, Operation
 from pve_emulator.validation import ParameterError, validate_params
 from pve_emulator.wire import (
-    Counted,
     Receive,
     Scope,
     Send,

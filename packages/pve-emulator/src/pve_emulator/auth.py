@@ -13,7 +13,6 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass
 
 from pve_emulator.clock import Clock
 
@@ -30,24 +29,6 @@ def fresh(stamp: str, now: float) -> bool:
     except ValueError:
         return False
     return -AUTH_GRACE < age < TICKET_LIFETIME
-
-
-def expired(expire: int | None, now: float) -> bool:
-    """A user's or API token's ``expire`` (epoch seconds, 0 = never) has passed, as PVE checks it."""
-    return bool(expire) and int(expire or 0) < now
-
-
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """Who is calling: a user, optionally through one of its API tokens (``user@realm!name``)."""
-
-    userid: str
-    tokenid: str | None = None
-    via: str = "ticket"
-
-    @property
-    def subject(self) -> str:
-        return self.tokenid or self.userid
 
 
 class TicketSigner:

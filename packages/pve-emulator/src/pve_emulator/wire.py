@@ -34,15 +34,6 @@ def is_doc_path(path: str) -> bool:
     return path in DOC_PATHS or path.startswith(DOC_ASSET_PREFIX)
 
 
-class Counted(list[Any]):
-    """A list answer with Proxmox's ``total`` result attribute (task list, task log): the number of
-    matching items before ``start``/``limit`` cut the page, sent beside ``data`` on the real paths."""
-
-    def __init__(self, items: list[Any], total: int) -> None:
-        super().__init__(items)
-        self.total = total
-
-
 def dumps(value: Any) -> bytes:
     """Compact JSON, as Proxmox sends it (no spaces: large lists stay small on the wire)."""
     return json.dumps(value, separators=(",", ":")).encode()

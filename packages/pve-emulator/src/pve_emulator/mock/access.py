@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pve_emulator.auth import Identity
 from pve_emulator.errors import ApiError, bad_param, not_found
+from pve_emulator.identity import Identity
 from pve_emulator.mock.registry import Call, route
 from pve_emulator.mock.state import Acl, ApiToken, ClusterState, User
 from pve_emulator.schema import Operation

@@ -6,9 +6,9 @@ import hmac
 import threading
 from typing import Any
 
-from pve_emulator.auth import Identity, expired
 from pve_emulator.clock import Clock
 from pve_emulator.errors import ApiError
+from pve_emulator.identity import Identity, expired
 from pve_emulator.mock import (  # noqa: F401  (register handlers)
     access,
     cluster,

@@ -16,7 +16,7 @@ from pve_emulator.mock.registry import Call, route
 from pve_emulator.mock.release_info import release_info
 from pve_emulator.mock.state import ClusterState, Task, digest
 from pve_emulator.mock.storage import content_string, storage_enabled_on, storage_status
-from pve_emulator.wire import Counted
+from pve_emulator.paging import Counted
 
 
 @route("GET", "/version")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pve_emulator.auth import Identity
 from pve_emulator.errors import ApiError, bad_param
+from pve_emulator.identity import Identity
 from pve_emulator.mock.state import ClusterState, Guest, Task, digest
 
 LABEL = {"qemu": "VM", "lxc": "CT"}

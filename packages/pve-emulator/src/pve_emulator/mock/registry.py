@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pve_emulator.auth import Identity
+from pve_emulator.identity import Identity
 from pve_emulator.mock.state import ClusterState
 from pve_emulator.schema import Operation
 
