@@ -1,8 +1,8 @@
 """The UI schedule form: queue a sync (now, later, or recurring; optionally in a working branch).
 
-The form only collects values; the REST serializer of `sync/schedule/` validates them, so the UI and REST
-accept exactly the same requests and name the same fields in their errors. The job is queued through
-`enqueue_sync`, the one pipeline of REST, repair and the full-update button.
+The form only collects values; the serializer REST `sync/schedule/` uses checks them (`scheduling`), so
+the UI and REST accept exactly the same requests and name the same fields in their errors. The job is
+queued through `enqueue_sync`, the one pipeline of REST, repair and the full-update button.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from utilities.forms.widgets import DateTimePicker
 from utilities.views import ConditionalLoginRequiredMixin
 
 from netbox_hvsync import models
-from netbox_hvsync.api.sync_views import SyncScheduleSerializer
 from netbox_hvsync.choices import SYNC_STAGES
 from netbox_hvsync.jobs import enqueue_sync
+from netbox_hvsync.scheduling import SyncScheduleSerializer
 from netbox_hvsync.sync.branching import branching_installed
 
 SCHEDULE_PERMISSION = "core.add_job"
