@@ -7,6 +7,9 @@ backend refuses it, so the stored value survives; a row without a key gets an en
 candidate and is configured after commit (`after_commit`), as is a stored key whose target changed. A
 security-sensitive save re-reads the row under `select_for_update` and compares it with the snapshot
 taken before the network call: if another save won the race, this one is refused.
+Every successful verification stores a validation proof (`backend.key_proofs`, SPEC 5.2.6); an adopted
+row whose proof no longer matches its key, target and TLS setting is verified again before it is trusted
+(`adopt_stored_keys`, and the save path, which treats it as not adopted).
 No message here ever contains a key.
 """
 
@@ -18,7 +21,9 @@ import logging
 from typing import Any
 
 from django.db import transaction
+from netbox_hvsync import crypto
 from netbox_hvsync.backend.http import RequestsTransport
+from netbox_hvsync.backend.key_proofs import issued_proof, proof_holds, proof_key
 from netbox_hvsync.backend.push import fingerprint_key
 from netbox_hvsync.backend.resolution import backend_target
 from netbox_hvsync.choices import KeyStateChoices
@@ -77,7 +82,7 @@ def _row_values(pk: int | None, *, lock: bool = False) -> dict[str, Any] | None:
     qs = BackendEndpoint.objects.filter(pk=pk)
     if lock:
         qs = qs.select_for_update()
-    return qs.values(*SNAPSHOT_COLUMNS, "key_state").first()
+    return qs.values(*SNAPSHOT_COLUMNS, "key_state", "key_proof").first()
 
 
 def _snapshot(values: dict[str, Any]) -> dict[str, object]:
@@ -96,7 +101,16 @@ def _target(instance: BackendEndpoint) -> CanonicalTarget:
         raise KeyAdoptionRefused(exc.field, exc.message) from None
 
 
-def _state(values: dict[str, Any] | None, instance: BackendEndpoint, target: CanonicalTarget | None) -> Any:
+def _plaintext(ciphertext: str) -> str | None:
+    try:
+        return crypto.decrypt(ciphertext) or None
+    except CredentialDecryptionError:
+        return None
+
+
+def _state(values: dict[str, Any] | None) -> BackendEndpointState | None:
+    """The stored row as the rules see it; an adopted row counts as adopted only while its validation
+    proof matches its stored key, target and TLS setting (SPEC 5.2.6)."""
     if values is None:
         return None
     previous = BackendEndpoint(
@@ -109,12 +123,19 @@ def _state(values: dict[str, Any] | None, instance: BackendEndpoint, target: Can
         prev_target = backend_target(previous)
     except TargetError:
         prev_target = CanonicalTarget(scheme="invalid", host="", port=0)
+    key = _plaintext(values["token_ciphertext"])
+    adopted = (
+        values["key_state"] == KeyStateChoices.ADOPTED
+        and key is not None
+        and proof_holds(values["key_proof"], key, prev_target, values["verify_ssl"])
+    )
     return BackendEndpointState(
         enabled=values["enabled"],
         target=prev_target,
         verify_ssl=values["verify_ssl"],
         has_key=bool(values["token_ciphertext"]),
-        adopted=values["key_state"] == KeyStateChoices.ADOPTED,
+        proof=values["key_proof"] if adopted and values["enabled"] else None,
+        adopted=adopted,
     )
 
 
@@ -137,19 +158,21 @@ def before_save(instance: BackendEndpoint) -> None:
             "token", "the stored key cannot be decrypted with the configured key"
         ) from None
     target = _target(instance)
+    previous = _state(stored)
     new_state = BackendEndpointState(
         enabled=instance.enabled,
         target=target,
         verify_ssl=instance.verify_ssl,
         has_key=bool(instance.token_ciphertext),
+        # the stored proof, only while the stored row is enabled and adopted: enabling authenticates
+        proof=previous.proof if previous is not None else None,
     )
+    stored_key = None
+    if not candidate and instance.token_ciphertext:
+        stored_key = _plaintext(instance.token_ciphertext) or "undecryptable"
     try:
         plan: KeyPlan = plan_key_save(
-            _state(stored, instance, target),
-            new_state,
-            candidate,
-            proof_key=fingerprint_key(),
-            stored_key=None if candidate or not instance.token_ciphertext else "stored",
+            previous, new_state, candidate, proof_key=proof_key(), stored_key=stored_key
         )
     except CandidateError as exc:
         raise KeyAdoptionRefused(exc.field, exc.message) from None
@@ -175,13 +198,20 @@ def before_save(instance: BackendEndpoint) -> None:
                 )
         instance.key_state = KeyStateChoices.ADOPTED
         instance.key_fingerprint = key_fingerprint(candidate)
+        instance.key_proof = issued_proof(candidate, target, instance.verify_ssl)
     elif plan.action is KeyPlanAction.PENDING_GENERATED:
         instance.token = generate_token()  # encrypted before it is ever sent (SPEC 5.2.11)
         instance.key_state = KeyStateChoices.PENDING
         instance.key_fingerprint = ""
+        instance.key_proof = ""
     elif plan.action in (KeyPlanAction.STORE_PENDING_CANDIDATE, KeyPlanAction.REVERIFY_STORED):
         instance.key_state = KeyStateChoices.PENDING
         instance.key_fingerprint = ""
+        instance.key_proof = ""
+    elif plan.action is KeyPlanAction.KEEP and previous is not None and previous.proof:
+        instance.key_proof = previous.proof  # still fresh for this key, target and TLS setting
+    if not instance.enabled:
+        instance.key_proof = ""  # a disabled row keeps no proof: enabling it authenticates (SPEC 5.2.8)
 
 
 def after_save(instance: BackendEndpoint) -> None:
@@ -214,24 +244,41 @@ def configure_after_commit(pk: int) -> AdoptionOutcome | None:
             return outcome
         if outcome.ok:
             BackendEndpoint.objects.filter(pk=pk).update(
-                key_state=KeyStateChoices.ADOPTED, key_fingerprint=key_fingerprint(key)
+                key_state=KeyStateChoices.ADOPTED,
+                key_fingerprint=key_fingerprint(key),
+                key_proof=issued_proof(key, target, row.verify_ssl),
             )
         else:
             logger.warning("backend endpoint %s auto-configuration failed: %s", pk, outcome.error)
-            BackendEndpoint.objects.filter(pk=pk).update(key_state=KeyStateChoices.FAILED, key_fingerprint="")
+            BackendEndpoint.objects.filter(pk=pk).update(
+                key_state=KeyStateChoices.FAILED, key_fingerprint="", key_proof=""
+            )
     return outcome
+
+
+def proof_is_current(row: BackendEndpoint) -> bool:
+    """Whether an adopted row's validation proof still matches its key, target and TLS setting."""
+    try:
+        target, key = backend_target(row), row.token
+    except (TargetError, CredentialDecryptionError):
+        return False
+    return bool(key) and proof_holds(row.key_proof, key, target, row.verify_ssl)
 
 
 def adopt_stored_keys(selected_id: int | None = None) -> list[str]:
     """A sync job's second chance for rows whose stored key is pending or was refused (the backend was
-    down when the row was saved, or the target changed): verify each against its persisted target now.
-    Rows stay unusable until adopted; returns why each still is not, for the job's B1 message."""
-    rows = BackendEndpoint.objects.filter(enabled=True).exclude(token_ciphertext="")
-    rows = rows.exclude(key_state=KeyStateChoices.ADOPTED).order_by("pk")
+    down when the row was saved, or the target changed), and its check of adopted rows before it trusts
+    them: an adopted row whose proof no longer matches its key, target or TLS setting (changed without a
+    save) is verified afresh (SPEC 5.2.6). Rows stay unusable until adopted; returns why each still is
+    not, for the job's B1 message."""
+    rows = BackendEndpoint.objects.filter(enabled=True).exclude(token_ciphertext="").order_by("pk")
     if selected_id is not None:
         rows = rows.filter(pk=selected_id)
     reasons = []
-    for pk, name in rows.values_list("pk", "name"):
+    for row in rows.select_related("ip_address"):
+        if row.key_state == KeyStateChoices.ADOPTED and proof_is_current(row):
+            continue
+        pk, name = row.pk, row.name
         outcome = configure_after_commit(pk)
         if outcome is None:
             reasons.append(f"backend endpoint {name!r} (id {pk}) has no usable target or key")

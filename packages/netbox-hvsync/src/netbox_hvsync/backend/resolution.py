@@ -3,7 +3,9 @@ page goes through to reach the backend.
 
 `resolve_backend` picks the pinned backend endpoint row, else the first enabled one whose key was adopted,
 canonicalizes its addresses (hostname, then IP) and binds a transport to its TLS policy. A row whose key
-cannot be decrypted or whose target does not canonicalize is never used.
+cannot be decrypted or whose target does not canonicalize is never used, nor is one whose validation proof
+(SPEC 5.2.6) no longer matches its key, target and TLS setting: that row goes back to pending, and the
+next sync job (`adoption.adopt_stored_keys`) or save verifies it afresh.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from netbox_hvsync.backend.http import STREAM_READ_TIMEOUT, RequestsTransport
+from netbox_hvsync.backend.key_proofs import proof_holds
 from netbox_hvsync.choices import KeyStateChoices
 from netbox_hvsync.crypto import CredentialDecryptionError
 from netbox_hvsync.models import BackendEndpoint
@@ -98,6 +101,20 @@ def usable_backends(selected_id: int | None = None) -> Iterable[BackendEndpoint]
     return qs.filter(pk=selected_id) if selected_id is not None else qs
 
 
+def distrust(row: BackendEndpoint) -> None:
+    """An adopted row whose proof is stale (its target or TLS setting changed without a save, or it was
+    adopted before proofs existed) is pending again until a fresh verification; the filtered update
+    leaves a row that changed meanwhile alone."""
+    logger.warning(
+        "backend endpoint %s: the validation proof of its key does not match its target and TLS setting; "
+        "it is not used until its key is verified again",
+        row.pk,
+    )
+    BackendEndpoint.objects.filter(
+        pk=row.pk, key_state=KeyStateChoices.ADOPTED, key_proof=row.key_proof
+    ).update(key_state=KeyStateChoices.PENDING, key_fingerprint="", key_proof="")
+
+
 def resolve_backend(selected_id: int | None = None) -> ResolvedBackend | None:
     """The backend a job or push talks to: the pinned row, else the first enabled one with an adopted key.
 
@@ -110,6 +127,9 @@ def resolve_backend(selected_id: int | None = None) -> ResolvedBackend | None:
             logger.warning("backend endpoint %s is not usable: %s", row.pk, type(exc).__name__)
             continue
         if not key:
+            continue
+        if not proof_holds(row.key_proof, key, targets[0], row.verify_ssl):
+            distrust(row)
             continue
         contexts = tuple(
             BackendContext(base_url=t.base_url, api_key=key, backend_endpoint_id=row.pk) for t in targets

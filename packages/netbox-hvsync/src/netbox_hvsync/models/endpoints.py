@@ -60,6 +60,12 @@ class BackendEndpoint(EncryptedCredentialsMixin, NetBoxModel):
     key_fingerprint = models.CharField(
         max_length=128, blank=True, help_text="Fingerprint of the adopted key; blank while pending"
     )
+    key_proof = models.CharField(
+        max_length=80,
+        blank=True,
+        editable=False,
+        help_text="Validation proof: HMAC binding the adopted key to this URL, scheme, port and TLS setting",
+    )
     comments = models.TextField(blank=True)
 
     class Meta:
