@@ -3,13 +3,9 @@ bootstrap status and custom-field reconcile. Every route needs the service API k
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from typing import Annotated, Any
 
-import anyio
 from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
@@ -18,11 +14,10 @@ from hvsync_backend.api.hv import HvEndpointIds
 from hvsync_backend.auth.dependency import AUTH_RESPONSES, require_api_key
 from hvsync_backend.context import BackendContext
 from hvsync_backend.endpoints.service import UnknownHvEndpoints
+from hvsync_backend.services import bootstrap, sync_runs
 from hvsync_backend.sse.runs import Run, RunRegistry
-from hvsync_backend.sync import bootstrap
 from hvsync_backend.sync import individual as individual_sync
 from hvsync_backend.sync.framework import Stage
-from hvsync_backend.sync.leases import LeaseHeld, Leases, RunCancelled, holding
 from hvsync_backend.sync.options import (
     BRANCH_SCHEMA_ID_CHAR,
     BRANCH_SCHEMA_ID_MAX,
@@ -31,10 +26,7 @@ from hvsync_backend.sync.options import (
     OptionError,
     SyncOptions,
 )
-from hvsync_backend.sync.proxmox import HvSource
 from hvsync_backend.sync.registry import FULL_UPDATE_ROUTE, STAGES
-from hvsync_backend.sync.runner import execute, run_netbox
-from hvsync_backend.sync.sources import load_targets
 
 router = APIRouter(tags=["sync"], dependencies=[Depends(require_api_key)], responses=AUTH_RESPONSES)
 
@@ -179,19 +171,7 @@ async def cancel(
     """Stop every running sync of the caller's job (`job=`, as given on its streams), in any backend
     worker; the runs end within a few seconds with a `complete` saying so. 200 `{cancelled: <leases>}`
     (0: nothing of that job is running)."""
-    flagged = await anyio.to_thread.run_sync(lambda: leases(context).request_cancel(job))
-    return JSONResponse({"cancelled": flagged})
-
-
-def leases(context: BackendContext) -> Leases:
-    return Leases(context.session_factory)
-
-
-def lease_pairs(sources: list[HvSource], stages: list[Stage], options: SyncOptions) -> list[tuple[int, str]]:
-    """What a run writes, as (hv endpoint, stage) pairs; a dry run writes nothing and holds none."""
-    if options.dry_run:
-        return []
-    return [(source.backend_id, stage.slug) for source in sources for stage in stages]
+    return JSONResponse({"cancelled": await sync_runs.cancel_job(context, job)})
 
 
 def _signature(request: Request) -> str:
@@ -212,56 +192,7 @@ def _stream(
     job = job or ""  # validated (a 422, not a broken stream) before the stream starts
 
     async def body(run: Run) -> None:
-        async def emit(event: str, data: dict[str, Any]) -> None:
-            await run.emit(event, {**data, "run_id": run.id} if event == "complete" else data)
-
-        async def refuse(problem: dict[str, Any]) -> None:
-            """A run that could not start still ends with `complete`, and counts as a failed run."""
-            data = _failed(name, options, problem)
-            context.metrics.run_finished(data, ())
-            await emit("complete", data)
-
-        try:
-            targets = await load_targets(context, options.hv_endpoint_ids, options.inventory_branch_schema_id)
-        except UnknownHvEndpoints as exc:
-            problem = {"source": "backend", "status": 404, "detail": str(exc)}
-            await refuse(problem)
-            return
-        if targets.netbox is None:
-            problem = {
-                "source": "backend",
-                "status": None,
-                "detail": targets.netbox_missing_reason or "no NetBox",
-            }
-            await refuse(problem)
-            return
-        try:
-            pairs = lease_pairs(targets.sources, stages, options)
-            async with holding(leases(context), run.id, pairs, job) as release:
-
-                async def emit_released(event: str, data: dict[str, Any]) -> None:
-                    if event == "complete":
-                        await release()  # free before the client reads `complete` and starts the next run
-                    await emit(event, data)
-
-                context.job_reads.started(job)
-                try:
-                    await execute(
-                        stages,
-                        name=name,
-                        netbox=targets.netbox,
-                        sources=targets.sources,
-                        options=options,
-                        emit=emit_released,
-                        run_id=run.id,
-                        metrics=context.metrics,
-                        readers=context.job_reads.readers_for(job, targets.sources),
-                        lists=context.job_reads.lists_for(job, run_netbox(targets.netbox, options)),
-                    )
-                finally:
-                    context.job_reads.finished(job)
-        except (LeaseHeld, RunCancelled) as exc:
-            await refuse({"source": "backend", "status": 409, "detail": str(exc)})
+        await sync_runs.stream_run(context, stages, name, options, job=job, run_id=run.id, send=run.emit)
 
     chunks: AsyncIterator[str] = _runs(request).stream(
         _signature(request),
@@ -271,19 +202,6 @@ def _stream(
         keepalive=KEEPALIVE_SECONDS,
     )
     return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
-
-
-def _failed(name: str, options: SyncOptions, problem: dict[str, Any]) -> dict[str, Any]:
-    zero = {"created": 0, "updated": 0, "unchanged": 0, "deleted": 0, "failed": 0}
-    return {
-        "stage": name,
-        "ok": False,
-        "dry_run": options.dry_run,
-        "summary": zero,
-        "duration_ms": 0,
-        "errors": [problem],
-        "error": problem,
-    }
 
 
 def _add_stage_route(stage: Stage) -> None:
@@ -385,51 +303,11 @@ async def individual(
         selection = individual_sync.select(kind, {k: v for k, v in given.items() if v is not None})
     except individual_sync.SelectionError as exc:
         raise _query_error(exc.field, exc.message) from None
-    options = replace(
-        options, partial=True, delete_stale=False, only_vmids=selection.only_vmids, focus=selection.focus
-    )
-    stages = selection.stages
-    frames: list[dict[str, Any]] = []
-
-    async def emit(event: str, data: dict[str, Any]) -> None:
-        frames.append({"event": event, "data": data})
-
     try:
-        targets = await load_targets(context, options.hv_endpoint_ids, options.inventory_branch_schema_id)
+        body, status = await sync_runs.individual_run(context, kind, selection, options)
     except UnknownHvEndpoints as exc:
         raise HTTPException(404, str(exc)) from None
-    started = time.monotonic()
-    if targets.netbox is None:
-        return JSONResponse({"ok": False, "detail": targets.netbox_missing_reason}, status_code=409)
-    try:
-        async with holding(leases(context), uuid.uuid4().hex, lease_pairs(targets.sources, stages, options)):
-            result = await execute(
-                stages,
-                name=f"individual-{kind}",
-                netbox=targets.netbox,
-                sources=targets.sources,
-                options=options,
-                emit=emit,
-                metrics=context.metrics,
-            )
-    except LeaseHeld as exc:
-        return JSONResponse({"ok": False, "detail": str(exc)}, status_code=409)
-    result["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
-    wanted, detail = selection.must_find
-    if result["ok"] and not individual_sync.found_totals(frames).get(wanted):
-        return JSONResponse({**result, "ok": False, "detail": detail}, status_code=404)
-    if not result["ok"]:
-        error = result.get("error") or {}
-        status = (
-            424
-            if (error.get("source") == "netbox" and error.get("status") and error["status"] < 500)
-            or not error
-            else 502
-        )
-        if error.get("source") == "backend":
-            status = 501 if "not implemented" in str(error.get("detail")) else 409
-        return JSONResponse(result, status_code=status)
-    return JSONResponse(result)
+    return JSONResponse(body, status_code=status)
 
 
 @router.get("/extras/bootstrap-status", responses={200: {"content": _OBJECT}})

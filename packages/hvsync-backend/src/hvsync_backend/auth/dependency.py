@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import HTTPException, Request, Security
 from fastapi.concurrency import run_in_threadpool
@@ -17,9 +17,10 @@ from fastapi.security import APIKeyHeader
 
 from hvsync_backend.auth.client_ip import client_ip
 from hvsync_backend.auth.hashing import key_problem
-from hvsync_backend.auth.keys import VerificationBusy
-from hvsync_backend.context import BackendContext
-from hvsync_backend.metrics import REASON_INVALID, REASON_LOCKED, REASON_MISSING
+from hvsync_backend.auth.keys import KeyStore, VerificationBusy
+from hvsync_backend.auth.lockout import LockoutTracker
+from hvsync_backend.config import Settings
+from hvsync_backend.metrics import REASON_INVALID, REASON_LOCKED, REASON_MISSING, Metrics
 from hvsync_backend.wire import API_KEY_HEADER
 
 INVALID_KEY = "Invalid API key"
@@ -47,6 +48,17 @@ AUTH_RESPONSES: dict[int | str, dict[str, Any]] = {
     503: _detail_response("no API key configured yet, or backend not ready", NO_KEY_CONFIGURED),
 }
 
+
+class AuthParts(Protocol):
+    """What authentication needs of the running backend (`context.BackendContext` has each), so that
+    this module does not import the app context it serves."""
+
+    settings: Settings
+    keys: KeyStore
+    lockout: LockoutTracker
+    metrics: Metrics
+
+
 api_key_header = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, description="service API key")
 
 
@@ -54,7 +66,7 @@ def _locked(retry_after: float) -> HTTPException:
     return HTTPException(429, LOCKED_OUT, headers={"Retry-After": str(max(1, math.ceil(retry_after)))})
 
 
-def _fast_path(context: BackendContext, ip: str, presented: str | None) -> int | None:
+def _fast_path(context: AuthParts, ip: str, presented: str | None) -> int | None:
     """Answer from memory when possible: a locked IP (raises 429) or a recently confirmed cached key."""
     left = context.lockout.retry_after(ip)
     if left is not None:
@@ -70,7 +82,7 @@ def _fast_path(context: BackendContext, ip: str, presented: str | None) -> int |
     return None
 
 
-def authenticate(context: BackendContext, ip: str, presented: str | None) -> int:
+def authenticate(context: AuthParts, ip: str, presented: str | None) -> int:
     """Return the id of the authenticating key or raise the HTTP error the caller must see (blocking)."""
     fast = _fast_path(context, ip, presented)
     if fast is not None:
@@ -110,7 +122,7 @@ async def require_api_key(request: Request, presented: str | None = Security(api
     The common case (a key verified moments ago) is answered on the event loop without I/O; anything
     needing the database or bcrypt runs in a worker thread.
     """
-    context: BackendContext = request.app.state.context
+    context: AuthParts = request.app.state.context
     ip = client_ip(request, context.settings.proxy_networks)
     key_id = _fast_path(context, ip, presented)
     if key_id is None:

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from hvsync_backend.wire import SUMMARY_COUNTS
+
 
 @dataclass(frozen=True)
 class Frame:
@@ -46,3 +48,25 @@ def parse_stream(text: str) -> list[Frame]:
                 Frame(fields.get("event", "message"), fields.get("id", ""), json.loads(fields["data"]))
             )
     return frames
+
+
+def failed_complete(
+    stage: str,
+    problem: dict[str, Any],
+    *,
+    dry_run: bool | None = None,
+    summary: dict[str, int] | None = None,
+    duration_ms: float = 0,
+    errors: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The `complete` payload of a run that failed as a whole (`problem` is its `error`): it wrote nothing.
+
+    `dry_run` is left out when None; `summary` defaults to zero counts; `errors` to `[problem]`."""
+    data: dict[str, Any] = {"stage": stage, "ok": False}
+    if dry_run is not None:
+        data["dry_run"] = dry_run
+    data["summary"] = summary if summary is not None else dict.fromkeys(SUMMARY_COUNTS, 0)
+    data["duration_ms"] = duration_ms
+    data["errors"] = [problem] if errors is None else errors
+    data["error"] = problem
+    return data

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from hvsync_backend.sse.frames import Frame, encode_comment, encode_frame
+from hvsync_backend.sse.frames import Frame, encode_comment, encode_frame, failed_complete
 from hvsync_backend.wire.redaction import sweep_text
 
 log = logging.getLogger("hvsync_backend.sse")
@@ -121,28 +121,13 @@ class RunRegistry:
                     "stream run %s (%s) failed:\n%s", run.id, signature.split("?")[0], sweep_text(trace)
                 )
                 if not run.finished:
-                    await run.emit(
-                        "complete",
-                        {
-                            "stage": signature.split("?")[0],
-                            "ok": False,
-                            "summary": {
-                                "created": 0,
-                                "updated": 0,
-                                "unchanged": 0,
-                                "deleted": 0,
-                                "failed": 0,
-                            },
-                            "duration_ms": 0,
-                            "errors": [],
-                            "error": {
-                                "source": "backend",
-                                "status": None,
-                                "detail": f"internal error: {type(exc).__name__}",
-                            },
-                            "run_id": run.id,
-                        },
-                    )
+                    problem = {
+                        "source": "backend",
+                        "status": None,
+                        "detail": f"internal error: {type(exc).__name__}",
+                    }
+                    data = failed_complete(signature.split("?")[0], problem, errors=[])
+                    await run.emit("complete", {**data, "run_id": run.id})
 
         run.task = asyncio.create_task(_drive())
         return run

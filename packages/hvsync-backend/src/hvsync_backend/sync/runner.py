@@ -15,6 +15,7 @@ from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.inventory.list_cache import ListCache
 from hvsync_backend.metrics import Metrics
+from hvsync_backend.sse.frames import failed_complete
 from hvsync_backend.sync.framework import Kind, Stage, linked_outside, stage_summary
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.plugin_endpoints import prefetch_plugin_endpoints
@@ -93,7 +94,10 @@ async def execute(
     started = time.monotonic()
     if netbox is None:
         problem = {"source": "backend", "status": None, "detail": "no inventory endpoint is configured"}
-        data = _complete_without_run(name, options, started, problem)
+        duration_ms = round((time.monotonic() - started) * 1000, 1)
+        data = failed_complete(
+            name, problem, dry_run=options.dry_run, summary=Counts().as_dict(), duration_ms=duration_ms
+        )
         if metrics is not None:
             metrics.run_finished(data, ())
         await emit("complete", data)
@@ -153,16 +157,3 @@ async def execute(
     await emit("complete", data)
     return data
 
-
-def _complete_without_run(
-    name: str, options: SyncOptions, started: float, problem: dict[str, Any]
-) -> dict[str, Any]:
-    return {
-        "stage": name,
-        "ok": False,
-        "dry_run": options.dry_run,
-        "summary": Counts().as_dict(),
-        "duration_ms": round((time.monotonic() - started) * 1000, 1),
-        "errors": [problem],
-        "error": problem,
-    }

@@ -8,9 +8,9 @@ from hvsync_backend.context import BackendContext
 from hvsync_backend.endpoints.service import aget_inventory_target
 from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.inventory.errors import NetBoxError
+from hvsync_backend.services.targets import load_targets
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.run import MANAGED_TAG, StageAborted, SyncContext
-from hvsync_backend.sync.sources import load_targets
 from hvsync_backend.sync.support import custom_field_definitions, reconcile_custom_fields
 
 PLUGIN_APP = "netbox_hvsync"
