@@ -3,6 +3,11 @@
 Glue opens the stream (`GET /<stage>/stream` with query flags) through `open_stream`; this module
 decides what each attempt was, whether to retry (statuses of 500 and above only), which status the
 plugin reports, and the one message both the job error and the raised error carry.
+
+`run_stage_rebinding` adds SPEC 5.2.10: after a 401 the stored key is re-checked read-only (the caller's
+`recheck`: GET /auth/keys with the stored key, never a substitute key or a bootstrap). When the backend
+accepts it again the stage is retried in a new failure-selection epoch of the stage's `AttemptLog`, so the
+composed error of the retried run is chosen from its own attempts only; a failed re-check ends there.
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ from .failures import (
     AttemptLog,
     AttemptRecord,
     classify_answer,
-    compose_primary_cause,
     is_bootstrapping_answer,
     primary_attempt,
     propagate_status,
@@ -40,6 +44,19 @@ class StreamResponse(Protocol):
     def iter_lines(self) -> Iterable[str | bytes]: ...
 
 
+class KeyRecheck(Protocol):
+    """What a read-only re-check of the stored key answered (`rules.adoption.AdoptionOutcome`)."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def status(self) -> int | None: ...
+
+    @property
+    def error(self) -> str: ...
+
+
 @dataclass
 class StageRun:
     stage: str
@@ -51,6 +68,10 @@ class StageRun:
     recheck_key: bool = False
     complete: dict[str, Any] | None = None
     failure_payload: dict[str, Any] | None = None
+    #: the last read-only re-check of the stored key after a 401 (`ok`, `status`, `error`)
+    key_recheck: dict[str, Any] | None = None
+    #: how many times a successful re-check started a new epoch and retried the stage
+    rebinds: int = 0
 
 
 def default_backoff(attempt: int) -> float:
@@ -69,12 +90,16 @@ def run_stage(
     on_step: Callable[[dict[str, Any]], None] | None = None,
     log: AttemptLog | None = None,
 ) -> StageRun:
-    """Run one stage; a failed run carries a stamped payload and the composed primary cause."""
+    """Run one stage; a failed run carries a stamped payload and the composed primary cause.
+
+    With a `log`, attempts are recorded in its current epoch (numbered on from its earlier epochs) and the
+    primary cause is chosen from that epoch; the readiness advisory is evaluated over all its attempts."""
     secrets = tuple(s for s in known_secrets if s)
     log = log if log is not None else AttemptLog()
+    earlier = len(log.all_attempts())
     attempts: list[AttemptRecord] = []
     last_status: int | None = None
-    for number in range(1, max_attempts + 1):
+    for number in range(earlier + 1, earlier + max_attempts + 1):
         started = clock()
         try:
             response = open_stream()
@@ -112,12 +137,13 @@ def run_stage(
         attempts.append(attempt)
         log.record(attempt)
         last_status = attempt.status
-        if not should_retry(attempt.status) or number == max_attempts:
+        if not should_retry(attempt.status) or number == earlier + max_attempts:
             break
-        sleep(backoff(number))
-    decision = propagate_status(primary_attempt(attempts).status if attempts else last_status)
-    message = compose_primary_cause(attempts, what=f"stage {stage}")
-    primary = primary_attempt(attempts)
+        sleep(backoff(number - earlier))
+    primary = primary_attempt(log.current) if log.current else None
+    decision = propagate_status(primary.status if primary is not None else last_status)
+    message = log.composed_message(what=f"stage {stage}")
+    primary = primary or primary_attempt(attempts)
     payload = {
         "stage": stage,
         "ok": False,
@@ -132,7 +158,38 @@ def run_stage(
         decision.status,
         attempts,
         message=message,
-        advisory=readiness_advisory(attempts),
+        advisory=readiness_advisory(log.all_attempts()),
         recheck_key=decision.recheck_key,
         failure_payload=payload,
     )
+
+
+def run_stage_rebinding(
+    stage: str,
+    open_stream: Callable[[], StreamResponse],
+    *,
+    recheck: Callable[[], KeyRecheck],
+    max_rebinds: int = 1,
+    **options: Any,
+) -> StageRun:
+    """`run_stage` with SPEC 5.2.10: a 401 re-checks the stored key read-only; a successful rebind starts a
+    new failure-selection epoch and retries the stage (at most `max_rebinds` times). A failed re-check, or
+    another 401 once the rebinds are spent, returns the 401 run as it is."""
+    log = AttemptLog()
+    run = run_stage(stage, open_stream, log=log, **options)
+    rebinds = 0
+    checked: dict[str, Any] | None = None
+    while run.recheck_key:
+        outcome = recheck()
+        checked = {"ok": outcome.ok, "status": outcome.status, "error": outcome.error}
+        run.key_recheck = checked
+        if not outcome.ok or rebinds >= max_rebinds:
+            break
+        rebinds += 1
+        log.start_epoch()
+        run = run_stage(stage, open_stream, log=log, **options)
+    run.key_recheck = checked
+    run.rebinds = rebinds
+    if run.failure_payload is not None and rebinds:
+        run.failure_payload["epoch"] = len(log.epochs)
+    return run
