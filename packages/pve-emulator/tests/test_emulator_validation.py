@@ -8,10 +8,11 @@ from typing import Any
 
 import httpx
 import pytest
+from pve_emulator.errors import ParameterError
 from pve_emulator.returns import check_response
 from pve_emulator.schema import load_schema
 from pve_emulator.testing import EmulatorHandle
-from pve_emulator.validation import ParameterError, compiled_pattern, python_regex, validate_params
+from pve_emulator.validation import compiled_pattern, python_regex, validate_params
 
 SCHEMA = load_schema()
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from pve_emulator.errors import FieldError, ParameterError
 from pve_emulator.schema import Operation
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -22,20 +22,6 @@ _INT = re.compile(r"^[+-]?[0-9]{1,30}$")  # ASCII: str.isdigit() and \d also tak
 # reads the API (Go, Rust, PostgreSQL bigint): a larger one is refused, not stored.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")  # JSON can escape a lone surrogate; UTF-8 cannot carry it
-
-
-@dataclass(frozen=True, slots=True)
-class FieldError:
-    field: str
-    message: str
-
-
-class ParameterError(Exception):
-    """Raised with every failing field when a request does not match the schema."""
-
-    def __init__(self, errors: list[FieldError]) -> None:
-        super().__init__("parameter verification failed")
-        self.errors = errors
 
 
 def _ip(value: str, version: int | None = None) -> bool:

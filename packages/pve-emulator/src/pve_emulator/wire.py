@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
-from pve_emulator.errors import ApiError
+from pve_emulator.errors import ApiError, NotFound, bad_param
 from pve_emulator.schema import Operation
-from pve_emulator.validation import FieldError, decimal
+from pve_emulator.validation import decimal
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -102,13 +102,9 @@ async def read_body(receive: Receive, headers: dict[str, str]) -> dict[str, Any]
         try:
             value = json.loads(body)
         except ValueError:
-            raise ApiError(
-                400, "Parameter verification failed.", [FieldError("body", "invalid JSON")]
-            ) from None
+            raise bad_param("body", "invalid JSON") from None
         if not isinstance(value, dict):
-            raise ApiError(
-                400, "Parameter verification failed.", [FieldError("body", "expected a JSON object")]
-            )
+            raise bad_param("body", "expected a JSON object")
         return value
     return parse_pairs(body.decode("utf-8", errors="replace"))
 
@@ -129,9 +125,7 @@ def take_paging(op: Operation, raw: dict[str, Any]) -> tuple[int, int | None] | 
         value = raw.pop(name)
         page[index] = decimal(value)
         if page[index] is None:
-            raise ApiError(
-                400, "Parameter verification failed.", [FieldError(name, "must be a non-negative integer")]
-            )
+            raise bad_param(name, "must be a non-negative integer")
     return page[0] or 0, page[1]
 
 
@@ -195,7 +189,7 @@ async def send_docs(
     elif path.startswith(DOC_ASSET_PREFIX):
         found = docs_assets.asset(path[len(DOC_ASSET_PREFIX) :])
         if found is None:
-            status, body, ctype = 404, dumps(error_body(ApiError(404, "no such asset"), False)), JSON_TYPE
+            status, body, ctype = 404, dumps(error_body(NotFound("no such asset"), False)), JSON_TYPE
         else:
             body, ctype = found.body, found.content_type
             headers += [(b"cache-control", docs_assets.CACHE_CONTROL), (b"etag", found.etag)]

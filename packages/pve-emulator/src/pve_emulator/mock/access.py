@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pve_emulator.errors import ApiError, bad_param, not_found
+from pve_emulator.errors import ParameterError, bad_param, not_found
 from pve_emulator.identity import Identity
 from pve_emulator.mock.registry import Call, route
 from pve_emulator.mock.state import Acl, ApiToken, ClusterState, User
@@ -510,7 +510,7 @@ def _delete_pool(call: Call) -> None:
     _pool(call)
     poolid = call.params["poolid"]
     if any(g.pool == poolid for g in call.state.guests.values()):
-        raise ApiError(400, f"pool '{poolid}' is not empty")
+        raise ParameterError([], f"pool '{poolid}' is not empty")
     del call.state.pools[poolid]
     call.state.bump()
 

@@ -88,9 +88,6 @@ class MockBackend:
 
     # -- operations -------------------------------------------------------------------------------
 
-    def is_modelled(self, op: Operation) -> bool:
-        return op.key in self.handlers
-
     def handle(self, op: Operation, params: dict[str, Any], identity: Identity) -> Any:
         """Run one operation on the model; handlers raise ApiError for client-visible failures."""
         handler = self.handlers.get(op.key, self._generic)

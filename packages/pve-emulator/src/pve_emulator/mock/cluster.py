@@ -6,7 +6,7 @@ import re
 import time
 from typing import Any
 
-from pve_emulator.errors import ApiError, bad_param, not_found
+from pve_emulator.errors import Forbidden, bad_param, not_found
 from pve_emulator.mock import calendar
 from pve_emulator.mock.access import can_audit_vm, privileges
 from pve_emulator.mock.backup_scope import backup_volumes, covered_vmids, included_guests
@@ -466,7 +466,7 @@ def _readable_task(call: Call) -> Task:
     node = call.params["node"]
     auditor = "Sys.Audit" in privileges(call.state, call.identity, f"/nodes/{node}")
     if not (auditor or _sees_task(call, task)):
-        raise ApiError(403, f"Permission check failed (/nodes/{node}, Sys.Audit)")
+        raise Forbidden(f"Permission check failed (/nodes/{node}, Sys.Audit)")
     return task
 
 
@@ -633,8 +633,3 @@ def not_backed_up(call: Call) -> list[dict[str, Any]]:
             entry["name"] = str(name)
         out.append(entry)
     return out
-
-
-def require_sys_audit(call: Call) -> None:
-    if "Sys.Audit" not in privileges(call.state, call.identity, "/"):
-        raise ApiError(403, "Permission check failed (/, Sys.Audit)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pve_emulator.errors import ApiError, bad_param, not_found
+from pve_emulator.errors import Forbidden, bad_param, not_found
 from pve_emulator.mock import replication
 from pve_emulator.mock.access import can_audit_vm, privileges
 from pve_emulator.mock.registry import Call, route
@@ -142,7 +142,7 @@ def node_replication_index(call: Call) -> list[dict[str, str]]:
 def node_replication_status(call: Call) -> dict[str, Any]:
     entry = _node_job(call)
     if not can_audit_vm(call.state, call.identity, int(entry["guest"])):
-        raise ApiError(403, f"Permission check failed (/vms/{entry['guest']}, VM.Audit)")
+        raise Forbidden(f"Permission check failed (/vms/{entry['guest']}, VM.Audit)")
     return entry
 
 
@@ -151,7 +151,7 @@ def node_replication_log(call: Call) -> list[dict[str, Any]]:
     """The last run's log (a job that never ran has none); ``start``/``limit`` page it."""
     job = _replication(call)
     if not can_audit_vm(call.state, call.identity, int(job["guest"])):
-        raise ApiError(403, f"Permission check failed (/vms/{job['guest']}, VM.Audit)")
+        raise Forbidden(f"Permission check failed (/vms/{job['guest']}, VM.Audit)")
     lines = call.state.replication_logs.get(str(job["id"]), [])
     start, limit = int(call.get("start", 0) or 0), call.get("limit")
     page = lines[start : start + int(limit)] if limit is not None else lines[start:]
@@ -162,5 +162,5 @@ def node_replication_log(call: Call) -> list[dict[str, Any]]:
 def node_replication_schedule_now(call: Call) -> None:
     job = _replication(call)
     if "VM.Replicate" not in privileges(call.state, call.identity, f"/vms/{job['guest']}"):
-        raise ApiError(403, f"Permission check failed (/vms/{job['guest']}, VM.Replicate)")
+        raise Forbidden(f"Permission check failed (/vms/{job['guest']}, VM.Replicate)")
     replication.schedule_now(call.state, str(job["id"]), call.params["node"])

@@ -16,34 +16,14 @@ from urllib.parse import quote, unquote
 
 import httpx
 
-from pve_emulator.errors import ApiError
+from pve_emulator.errors import ApiError, FieldError, UpstreamError
+from pve_emulator.front import Answer, Front, Request
 from pve_emulator.proxy.config import DRIFT_FAIL, ProxyConfig
-from pve_emulator.proxy.credentials import (
-    Credentials,
-    TicketCredentials,
-    TokenCredentials,
-    UpstreamLoginError,
-)
-from pve_emulator.proxy.upstream import Upstream, UpstreamUnavailable
+from pve_emulator.proxy.credentials import Credentials, TicketCredentials, TokenCredentials
+from pve_emulator.proxy.upstream import Upstream
 from pve_emulator.returns import check_response
 from pve_emulator.schema import ApiSchema, Operation
-from pve_emulator.validation import FieldError, ParameterError, validate_params
-from pve_emulator.wire import (
-    Receive,
-    Scope,
-    Send,
-    bare_answer,
-    dumps,
-    error_body,
-    is_doc_path,
-    parse_pairs,
-    read_body,
-    request_headers,
-    send_answer,
-    send_docs,
-    split_path,
-    take_paging,
-)
+from pve_emulator.wire import bare_answer
 
 LOG = logging.getLogger("pve_emulator.proxy")
 DRIFT_HEADER = b"x-pve-emulator-drift"
@@ -64,69 +44,28 @@ def server_credentials(config: ProxyConfig) -> Credentials | None:
     return None
 
 
-class ProxyApp:
+class ProxyApp(Front):
     """ASGI application of real mode (one instance per served process)."""
 
+    log = LOG
+
     def __init__(self, schema: ApiSchema, config: ProxyConfig) -> None:
-        self.schema = schema
+        super().__init__(schema)
         self.config = config
         self.upstream = Upstream(config)
         self.credentials = server_credentials(config)
-        self._openapi: bytes | None = None
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await self.upstream.close()
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        if scope["type"] != "http":
-            return
-        path, real = split_path(scope)
-        if not real and is_doc_path(path):
-            await send_docs(send, path, self._openapi_json, scope)
-            return
-        extra: list[tuple[bytes, bytes]] = []
-        try:
-            status, payload, extra = await self._forward(scope, receive, path, real)
-        except ApiError as exc:
-            status, payload = exc.status, error_body(exc, real)
-        except UpstreamUnavailable as exc:
-            status, payload = exc.status, error_body(ApiError(exc.status, exc.message), real)
-        except UpstreamLoginError as exc:
-            status, payload = 502, error_body(ApiError(502, str(exc)), real)
-        except Exception as exc:  # pragma: no cover - a bug: report it without leaking request data
-            LOG.exception("internal error on %s %s", scope.get("method"), path)
-            status, payload = 500, error_body(ApiError(500, f"internal error: {type(exc).__name__}"), real)
-        await send_answer(send, status, payload, extra)
+    async def shutdown(self) -> None:
+        await self.upstream.close()
 
-    async def _forward(
-        self, scope: Scope, receive: Receive, path: str, real: bool
-    ) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
-        method = scope["method"].upper()
-        segments = [unquote(s) for s in path.split("/") if s]
-        found = self.schema.router.match(segments)
-        if found is None:
-            raise ApiError(404, f"no such resource in API release {self.schema.release}: {path}")
-        methods, path_values = found
-        op = methods.get("GET" if method == "HEAD" else method)
-        if op is None:
-            raise ApiError(501, f"Method '{method} {path}' not implemented")
-        headers = request_headers(scope)
-        raw = parse_pairs(scope.get("query_string", b"").decode("utf-8", errors="replace"))
-        if method in ("POST", "PUT", "DELETE"):
-            raw.update(await read_body(receive, headers))
-        raw.update(path_values)
-        page = take_paging(op, raw)
-        try:
-            params = validate_params(op, raw)
-        except ParameterError as exc:
-            raise ApiError(400, "Parameter verification failed.", exc.errors) from None
-        response = await self._send(op, op.method, path, params, headers)
+    def unknown_path(self, path: str, real: bool) -> str:
+        return f"no such resource in API release {self.schema.release}: {path}"
+
+    async def answer(self, request: Request) -> Answer:
+        """Forward a validated request upstream; check what comes back against the schema."""
+        op, real = request.op, request.real
+        params, page = await self.read_params(request)
+        response = await self._send(op, op.method, request.path, params, request.headers)
         extra = [
             (k.encode("latin-1"), v.encode("latin-1"))
             for k, v in response.headers.multi_items()
@@ -143,10 +82,9 @@ class ProxyApp:
             )
             LOG.warning("schema drift on %s (release %s): %s", op.key, self.schema.release, summary)
             if self.config.on_drift == DRIFT_FAIL:
-                raise ApiError(
-                    502,
+                raise UpstreamError(
                     f"upstream response breaks the API schema ({op.key}, release {self.schema.release})",
-                    [FieldError(d.where, d.problem) for d in drift],
+                    errors=[FieldError(d.where, d.problem) for d in drift],
                 )
             extra.append((DRIFT_HEADER, f"{len(drift)} problem(s): {summary}".encode()[:2000]))
         if page is not None and page != (0, None) and isinstance(result, list):
@@ -188,13 +126,6 @@ class ProxyApp:
             return response
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _openapi_json(self) -> bytes:
-        from pve_emulator import openapi  # built on the first documentation request only
-
-        if self._openapi is None:
-            self._openapi = dumps(openapi.build(self.schema))
-        return self._openapi
-
 
 def _quote(segment: str) -> str:
     return quote(unquote(segment), safe=":@!$&'()*+,;=-._~")
@@ -220,7 +151,7 @@ def _upstream_error(response: httpx.Response, body: Any) -> ApiError:
     """Keep the upstream's status and ``errors`` map; Proxmox puts its message in the reason phrase."""
     status = response.status_code
     if status < 400:
-        return ApiError(502, f"upstream answered {status} without a JSON 'data' member")
+        return UpstreamError(f"upstream answered {status} without a JSON 'data' member")
     message = ""
     errors: list[FieldError] = []
     if isinstance(body, dict):

@@ -13,11 +13,9 @@ from typing import Protocol
 
 import httpx
 
+from pve_emulator.errors import UpstreamError
+
 TICKET_RENEW_AFTER = 3600.0
-
-
-class UpstreamLoginError(Exception):
-    """The configured user could not log in upstream (the message names no secret)."""
 
 
 class Credentials(Protocol):
@@ -72,13 +70,13 @@ class TicketCredentials:
                 self._url, data={"username": self._user, "password": self._password}, timeout=self._timeout
             )
         except httpx.HTTPError as exc:
-            raise UpstreamLoginError(f"login of {self._user} failed: {type(exc).__name__}") from None
+            raise UpstreamError(f"login of {self._user} failed: {type(exc).__name__}") from None
         if response.status_code != 200:
             try:  # Proxmox puts its reason in the status line; the emulator also in ``message``
                 reason = str(response.json().get("message") or "").strip()
             except (ValueError, AttributeError):
                 reason = ""
-            raise UpstreamLoginError(
+            raise UpstreamError(
                 f"login of {self._user} refused upstream: {response.status_code} "
                 f"{reason or response.reason_phrase}"
             )
@@ -86,5 +84,5 @@ class TicketCredentials:
             data = response.json()["data"]
             self._ticket, self._csrf = data["ticket"], data["CSRFPreventionToken"]
         except (ValueError, KeyError, TypeError):
-            raise UpstreamLoginError(f"login of {self._user}: upstream answer has no ticket") from None
+            raise UpstreamError(f"login of {self._user}: upstream answer has no ticket") from None
         self._obtained = time.monotonic()

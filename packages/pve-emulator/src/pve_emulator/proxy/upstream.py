@@ -2,8 +2,8 @@
 
 Retries happen only for idempotent methods. GET and HEAD are retried on any transport failure (refused
 or reset connection, timeout); PUT and DELETE only when no connection could be made, so the request
-never reached Proxmox; POST is never retried. Failures become ``UpstreamUnavailable`` with a 502 or 504
-and a message that says what happened, never a 500.
+never reached Proxmox; POST is never retried. Failures become ``UpstreamError`` (``pve_emulator.errors``)
+with a 502 or 504 and a message that says what happened, never a 500.
 """
 
 from __future__ import annotations
@@ -16,18 +16,12 @@ from urllib.parse import urlencode
 
 import httpx
 
+from pve_emulator.errors import UpstreamError
 from pve_emulator.proxy.config import ProxyConfig
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 SAFE = frozenset({"GET", "HEAD"})
 RETRY_BACKOFF = 0.05
-
-
-class UpstreamUnavailable(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def _tls_context(config: ProxyConfig) -> ssl.SSLContext | bool:
@@ -108,25 +102,25 @@ class Upstream:
                 attempt += 1
                 await asyncio.sleep(RETRY_BACKOFF * attempt)
 
-    def _unavailable(self, exc: httpx.TransportError) -> UpstreamUnavailable:
+    def _unavailable(self, exc: httpx.TransportError) -> UpstreamError:
         where = self.config.upstream
         if isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)):
-            return UpstreamUnavailable(
-                504, f"upstream {where} did not accept a connection within {self.config.connect_timeout:g} s"
+            return UpstreamError(
+                f"upstream {where} did not accept a connection within {self.config.connect_timeout:g} s",
+                status=504,
             )
         if isinstance(exc, httpx.TimeoutException):
-            return UpstreamUnavailable(
-                504, f"upstream {where} did not answer within {self.config.read_timeout:g} s"
+            return UpstreamError(
+                f"upstream {where} did not answer within {self.config.read_timeout:g} s", status=504
             )
         if _is_tls_failure(exc):
-            return UpstreamUnavailable(
-                502,
+            return UpstreamError(
                 f"TLS verification of upstream {where} failed (give its CA with --ca-file, "
-                "or --no-verify-tls for a test system)",
+                "or --no-verify-tls for a test system)"
             )
         if isinstance(exc, httpx.ConnectError):
-            return UpstreamUnavailable(502, f"upstream {where} is unreachable (connection failed)")
-        return UpstreamUnavailable(502, f"upstream {where} broke the connection ({type(exc).__name__})")
+            return UpstreamError(f"upstream {where} is unreachable (connection failed)")
+        return UpstreamError(f"upstream {where} broke the connection ({type(exc).__name__})")
 
 
 def _is_tls_failure(exc: BaseException) -> bool:
