@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
 
 import pytest
 from pve_emulator.schema import SCHEMA_DIR, load_schema
+from schema_compiler import load_compiler
 
 REPO = Path(__file__).resolve().parents[3]
 SOURCE = REPO.parent / "shared" / "pve-schema" / "apidoc-2026-01-04.js"
 COMPILED = SCHEMA_DIR / "pve-9.1.json"
-
-
-def _compiler():
-    spec = importlib.util.spec_from_file_location(
-        "compile_pve_schema", REPO / "tools" / "compile_pve_schema.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_committed_schema_equals_compiler_output(tmp_path: Path) -> None:
@@ -30,14 +20,14 @@ def test_committed_schema_equals_compiler_output(tmp_path: Path) -> None:
         if os.environ.get("HVSYNC_REQUIRE_SOURCE_DATA") == "1":
             pytest.fail(f"source data required but missing: {SOURCE}")
         pytest.skip(f"source data not present at {SOURCE} (set HVSYNC_REQUIRE_SOURCE_DATA=1 to require it)")
-    compiler = _compiler()
+    compiler = load_compiler()
     out = tmp_path / "schema.json"
     assert compiler.main(["--source", str(SOURCE), "--output", str(out)]) == 0
     assert out.read_text() == COMPILED.read_text(), "run `make schema` and commit the result"
 
 
 def test_compiler_drops_prose_and_keeps_constraints(tmp_path: Path) -> None:
-    compiler = _compiler()
+    compiler = load_compiler()
     src = tmp_path / "apidoc.js"
     tree = [
         {

@@ -3,7 +3,6 @@ and validated, in mock mode and in real mode (default: the 646-operation 9.1).""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections import Counter
 from pathlib import Path
@@ -15,21 +14,12 @@ from pve_emulator.config import DEFAULT_TOKEN_ID, DEFAULT_TOKEN_SECRET, Emulator
 from pve_emulator.proxy.testing import running_proxy, serve_in_thread
 from pve_emulator.schema import DEFAULT_RELEASE, SCHEMA_DIR, load_schema
 from pve_emulator.server import create_app
+from schema_compiler import load_compiler
 
 REPO = Path(__file__).resolve().parents[3]
 SOURCE_84 = REPO.parent / "shared" / "pve-schema" / "apidoc-2025-06-10.js"
 AUTH = {"Authorization": f"PVEAPIToken={DEFAULT_TOKEN_ID}={DEFAULT_TOKEN_SECRET}"}
 ONLY_91 = "GET /cluster/ha/rules"
-
-
-def _compiler():
-    spec = importlib.util.spec_from_file_location(
-        "compile_pve_schema", REPO / "tools" / "compile_pve_schema.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_release_84_has_the_605_operations_of_its_capture() -> None:
@@ -50,7 +40,7 @@ def test_committed_84_schema_equals_compiler_output(tmp_path: Path) -> None:
         pytest.skip(
             f"source data not present at {SOURCE_84} (set HVSYNC_REQUIRE_SOURCE_DATA=1 to require it)"
         )
-    compiler = _compiler()
+    compiler = load_compiler()
     out = tmp_path / "pve-8.4.json"
     assert compiler.main(["--release", "8.4", "--source", str(SOURCE_84), "--output", str(out)]) == 0
     assert out.read_text() == (SCHEMA_DIR / "pve-8.4.json").read_text(), "run `make schema` and commit"
