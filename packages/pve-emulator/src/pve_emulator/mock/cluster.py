@@ -16,6 +16,7 @@ from pve_emulator.mock.registry import Call, route
 from pve_emulator.mock.release_info import release_info
 from pve_emulator.mock.state import ClusterState, Task, digest
 from pve_emulator.mock.storage import content_string, storage_enabled_on, storage_status
+from pve_emulator.mock.task_views import active_list, node_task_order, sees_task, status_type, task_entry
 from pve_emulator.paging import Counted
 
 
@@ -321,67 +322,6 @@ def next_id(call: Call) -> int:
 # --- tasks ---------------------------------------------------------------------------------------
 
 
-# A node keeps its running tasks and at most this many tasks in all in its "active" list, the list it
-# broadcasts to the cluster (pve-common RESTEnvironment::active_workers, $MAX_FINISHED).
-MAX_ACTIVE_LIST = 25
-
-
-def _split_user(user: str) -> tuple[str, str | None]:
-    """A UPID's user field as the task views show it: ``root@pam!hvsync`` is user root@pam, token hvsync."""
-    userid, sep, token = user.partition("!")
-    return (userid, token) if sep else (user, None)
-
-
-def task_entry(task: Task, now: float) -> dict[str, Any]:
-    """A node task list entry: the UPID's fields, plus endtime and status once the task has ended.
-
-    A running task has no status of its own; ``source=active``/``all`` shows it as ``RUNNING``."""
-    userid, token = _split_user(task.user)
-    entry: dict[str, Any] = {
-        "upid": task.upid,
-        "node": task.node,
-        "pid": int(task.upid.split(":")[2], 16),
-        "pstart": int(task.upid.split(":")[3], 16),
-        "starttime": int(task.starttime),
-        "type": task.type,
-        "id": task.id,
-        "user": userid,
-    }
-    if token is not None:
-        entry["tokenid"] = token
-    if task.finished(now):
-        entry["endtime"] = task.endtime
-        entry["status"] = task.exitstatus
-    return entry
-
-
-def status_type(status: str | None) -> str:
-    """PVE::UPID::normalize_status_type: what ``statusfilter`` and ``errors`` match a task status by."""
-    if not status:
-        return "unknown"
-    if status == "OK":
-        return "ok"
-    if re.fullmatch(r"WARNINGS: \d+", status):
-        return "warning"
-    return "unknown" if status == "unexpected status" else "error"
-
-
-def _sees_task(call: Call, task: Task) -> bool:
-    """Tasks.pm check_task_user: a user sees its own and its tokens' tasks, a token only its own."""
-    userid, token = _split_user(task.user)
-    return call.identity.subject in (userid, task.user) if token else call.identity.subject == userid
-
-
-def node_task_order(tasks: list[Task], now: float) -> tuple[list[Task], list[Task]]:
-    """A node's running tasks in the order they started (the "active" file appends new ones) and its
-    ended tasks newest-ended first (the task index is appended as tasks end and read backwards)."""
-    running = sorted((t for t in tasks if not t.finished(now)), key=lambda t: (t.starttime, t.upid))
-    ended = sorted(
-        (t for t in tasks if t.finished(now)), key=lambda t: (t.endtime, t.starttime, t.upid), reverse=True
-    )
-    return running, ended
-
-
 @route("GET", "/nodes/{node}/tasks")
 def list_tasks(call: Call) -> Counted:
     """Tasks.pm node_tasks: filters, then ``start`` matching tasks skipped and ``limit`` kept;
@@ -404,7 +344,7 @@ def list_tasks(call: Call) -> Counted:
         entry = task_entry(task, now)
         if userfilter and userfilter not in entry["user"].lower():
             continue
-        if not (auditor or _sees_task(call, task)):
+        if not (auditor or sees_task(call, task)):
             continue
         if call.get("typefilter") and task.type != call.params["typefilter"]:
             continue
@@ -420,22 +360,6 @@ def list_tasks(call: Call) -> Counted:
         matches.append(entry)
     start, limit = call.get("start", 0), call.get("limit", 50)
     return Counted(matches[start : start + limit], total=len(matches))
-
-
-def active_list(state: ClusterState, node: str, now: float) -> list[dict[str, Any]]:
-    """What a node broadcasts as its task list: every running task, then the most recently started
-    ended ones until the list holds ``MAX_ACTIVE_LIST`` (fields as in the "active" file: no pstart,
-    no pid once ended, no status while running)."""
-    running, ended = node_task_order([t for t in state.tasks.values() if t.node == node], now)
-    ended.sort(key=lambda t: (t.starttime, t.upid), reverse=True)
-    out = []
-    for task in running + ended[: max(0, MAX_ACTIVE_LIST - len(running))]:
-        entry = task_entry(task, now)
-        entry.pop("pstart")
-        if "endtime" in entry:
-            entry.pop("pid")
-        out.append(entry)
-    return out
 
 
 @route("GET", "/cluster/tasks")
@@ -465,7 +389,7 @@ def _readable_task(call: Call) -> Task:
     task = _task(call)
     node = call.params["node"]
     auditor = "Sys.Audit" in privileges(call.state, call.identity, f"/nodes/{node}")
-    if not (auditor or _sees_task(call, task)):
+    if not (auditor or sees_task(call, task)):
         raise Forbidden(f"Permission check failed (/nodes/{node}, Sys.Audit)")
     return task
 
