@@ -19,7 +19,7 @@ from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.parse import Sighting
 from hvsync_backend.sync.plan import Current, Desired
 from hvsync_backend.sync.proxmox import ClusterInfo, Guest, HvSource, ProxmoxReader, ProxmoxReadError
-from hvsync_backend.wire.keys import KEY_FIELD, SEPARATOR
+from hvsync_backend.wire.keys import KEY_FIELD, endpoint_of
 
 __all__ = [
     "KEY_FIELD",
@@ -235,7 +235,7 @@ class SyncContext:
         return {bid: value for bid, value in results if value is not None}
 
     def source_of(self, key: str) -> str:
-        return key.split(SEPARATOR, 1)[0]
+        return endpoint_of(key)
 
     def skips_guest(self, identity: str, vmid: int | None) -> bool:
         """Whether `vmid` is a guest Proxmox lists that this run leaves alone (SPEC 4.3: filtered at source):

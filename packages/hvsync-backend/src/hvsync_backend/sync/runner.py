@@ -156,4 +156,3 @@ async def execute(
         metrics.run_finished(data, stage_rows)
     await emit("complete", data)
     return data
-

@@ -21,6 +21,7 @@ from hvsync_backend.inventory.errors import NetBoxError, NetBoxHTTPError
 from hvsync_backend.sync.plan import Desired, diff_fields
 from hvsync_backend.sync.plugin_endpoints import PLUGIN_API, plugin_endpoints
 from hvsync_backend.sync.run import Counts, SidecarState, SyncContext
+from hvsync_backend.wire.keys import format_key
 
 #: rows are read per endpoint (`endpoint_id=`), so the nested endpoint is never serialised (~30% of a read)
 COMMON_READ = ("id",)
@@ -62,7 +63,7 @@ def nested_id(value: Any) -> int | None:
 
 
 def _vm(identity: str, row: Mapping[str, Any]) -> str | None:
-    return f"{identity}|vm|{row['vmid']}" if row.get("vmid") is not None else None
+    return format_key("vm", endpoint=identity, vmid=row["vmid"]) if row.get("vmid") is not None else None
 
 
 def subnet_cidr(subnet: str) -> str:
@@ -89,13 +90,17 @@ DEVICE = SidecarSpec(
     f"{PLUGIN_API}/synced-devices",
     "device",
     (*COMMON_READ, "device", "node_name"),
-    lambda i, r: f"{i}|node|{r['node_name']}" if r.get("node_name") else None,
+    lambda i, r: format_key("node", endpoint=i, node=r["node_name"]) if r.get("node_name") else None,
 )
 VM_INTERFACE = SidecarSpec(
     f"{PLUGIN_API}/synced-interfaces",
     "vm_interface",
     _IFACE_READ,
-    lambda i, r: f"{_vm(i, r)}|nic|{r['key']}" if _vm(i, r) and r.get("key") else None,
+    lambda i, r: (
+        format_key("vm_interface", endpoint=i, vmid=r["vmid"], slot=r["key"])
+        if _vm(i, r) and r.get("key")
+        else None
+    ),
     by_vmid=True,
 )
 NODE_INTERFACE = SidecarSpec(
@@ -103,21 +108,31 @@ NODE_INTERFACE = SidecarSpec(
     "interface",
     _IFACE_READ,
     lambda i, r: (
-        f"{i}|node|{r['node_name']}|iface|{r['key']}" if r.get("node_name") and r.get("key") else None
+        format_key("node_interface", endpoint=i, node=r["node_name"], iface=r["key"])
+        if r.get("node_name") and r.get("key")
+        else None
     ),
 )
 VIRTUAL_DISK = SidecarSpec(
     f"{PLUGIN_API}/synced-virtual-disks",
     "virtual_disk",
     (*COMMON_READ, "virtual_disk", "vmid", "key"),
-    lambda i, r: f"{_vm(i, r)}|disk|{r['key']}" if _vm(i, r) and r.get("key") else None,
+    lambda i, r: (
+        format_key("vm_disk", endpoint=i, vmid=r["vmid"], slot=r["key"])
+        if _vm(i, r) and r.get("key")
+        else None
+    ),
     by_vmid=True,
 )
 IP_ADDRESS = SidecarSpec(
     f"{PLUGIN_API}/synced-ip-addresses",
     "ip_address",
     (*COMMON_READ, "ip_address", "vmid", "interface_key", "address"),
-    lambda i, r: f"{i}|ip|{str(r['address']).split('/')[0]}" if r.get("address") else None,
+    lambda i, r: (
+        format_key("ip_address", endpoint=i, address=str(r["address"]).split("/")[0])
+        if r.get("address")
+        else None
+    ),
     by_address=True,
 )
 #: VLANs guests use (NIC tags) have no SDN vnet: their sidecar's vnet is `vid:<vid>` (never a valid
@@ -127,7 +142,7 @@ GUEST_VLAN = SidecarSpec(
     "vlan",
     _VLAN_READ,
     lambda i, r: (
-        f"{i}|vlan|{str(r['vnet']).removeprefix(GUEST_VLAN_PREFIX)}"
+        format_key("vlan", endpoint=i, vid=str(r["vnet"]).removeprefix(GUEST_VLAN_PREFIX))
         if str(r.get("vnet") or "").startswith(GUEST_VLAN_PREFIX)
         else None
     ),
@@ -137,7 +152,7 @@ SDN_VLAN = SidecarSpec(
     "vlan",
     _VLAN_READ,
     lambda i, r: (
-        f"{i}|sdnvnet|{r['vnet']}"
+        format_key("sdn_vnet", endpoint=i, vnet=r["vnet"])
         if r.get("vnet") and not str(r["vnet"]).startswith(GUEST_VLAN_PREFIX)
         else None
     ),
@@ -147,7 +162,7 @@ PREFIX = SidecarSpec(
     "prefix",
     (*COMMON_READ, "prefix", "vnet", "subnet"),
     lambda i, r: (
-        f"{i}|sdnsubnet|{r['vnet']}|{subnet_cidr(str(r['subnet']))}"
+        format_key("sdn_subnet", endpoint=i, vnet=r["vnet"], cidr=subnet_cidr(str(r["subnet"])))
         if r.get("vnet") and r.get("subnet")
         else None
     ),

@@ -28,6 +28,7 @@ from hvsync_backend.sync.stages.plugin_records import (
 )
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
 from hvsync_backend.sync.stages.vm_snapshots import iso
+from hvsync_backend.wire.keys import child_key, format_key
 from hvsync_backend.wire.numbers import decimal
 
 TASK_LIMIT = 500
@@ -60,7 +61,7 @@ class BackupKind(NaturalKind):
 
     def row_key(self, row: Mapping[str, Any], ctx: SyncContext, lookups: dict[str, Any]) -> str | None:
         storage = lookups["storage"].get(_nested_id(row.get("storage")))
-        return f"{storage}|backup|{row.get('volid')}" if storage else None
+        return child_key(storage, "backup", volid=row.get("volid")) if storage else None
 
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
         facts = await storage_facts(ctx)
@@ -95,7 +96,7 @@ class BackupKind(NaturalKind):
         for source in ctx.sources:
             wanted_vmids = {g.vmid for g in in_scope.get(source.backend_id, [])}
             for storage, row in found.get(source.backend_id, []):
-                storage_key = f"{source.identity}|storage|{storage}"
+                storage_key = format_key("hv_storage", endpoint=source.identity, storage=storage)
                 storage_id = storage_ids.get(storage_key)
                 volid = str(row.get("volid") or "")
                 if not volid or (storage_id is None and not ctx.options.dry_run):
@@ -107,7 +108,7 @@ class BackupKind(NaturalKind):
                     continue
                 if ctx.skips_guest(source.identity, vmid):
                     continue  # a guest the run leaves alone gets no dependent objects (SPEC 4.3)
-                key = f"{storage_key}|backup|{volid}"
+                key = child_key(storage_key, "backup", volid=volid)
                 payload = {
                     "storage": storage_id,
                     "volid": volid,
@@ -155,7 +156,7 @@ class TaskKind(NaturalKind):
 
     def row_key(self, row: Mapping[str, Any], ctx: SyncContext, lookups: dict[str, Any]) -> str | None:
         identity = lookups["endpoint"].get(_nested_id(row.get("endpoint")))
-        return f"{identity}|task|{row.get('upid')}" if identity else None
+        return format_key("task", endpoint=identity, upid=row.get("upid")) if identity else None
 
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
         pks = await plugin_endpoints(ctx)
@@ -196,10 +197,10 @@ class TaskKind(NaturalKind):
                     continue
                 if ctx.skips_guest(source.identity, vmid):
                     continue  # a guest the run leaves alone gets no task history (SPEC 4.3)
-                key = f"{source.identity}|task|{upid}"
+                key = format_key("task", endpoint=source.identity, upid=upid)
                 payload = {
                     "endpoint": pk,
-                    "node": hv_nodes.get(f"{source.identity}|hvnode|{node}"),
+                    "node": hv_nodes.get(format_key("hv_node", endpoint=source.identity, node=node)),
                     "upid": upid,
                     "task_type": str(row.get("type") or ""),
                     "vmid": vmid,

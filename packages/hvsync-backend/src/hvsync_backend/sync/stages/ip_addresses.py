@@ -21,7 +21,7 @@ from hvsync_backend.sync.proxmox import Guest, HvSource, ProxmoxReader
 from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
 from hvsync_backend.sync.stages.vm_interfaces import VMInterfaceKind
-from hvsync_backend.wire.keys import format_key
+from hvsync_backend.wire.keys import format_key, parse_key
 
 VMINTERFACE = "virtualization.vminterface"
 
@@ -38,6 +38,14 @@ def normalise_address(text: str) -> str | None:
     return f"{ip.compressed}/{iface.network.prefixlen}"
 
 
+def _slot(iface_key: str) -> str:
+    """The NIC slot a VM interface key ends with (`net0` of `ep1|vm|100|nic|net0`)."""
+    parsed = parse_key(iface_key)
+    if parsed is None or parsed[0] != "vm_interface":
+        raise ValueError(f"not a VM interface key: {iface_key!r}")
+    return parsed[1]["slot"]
+
+
 def ip_key(source: HvSource, address: str) -> str:
     return format_key("ip_address", endpoint=source.identity, address=address.split("/")[0])
 
@@ -49,14 +57,16 @@ async def _guest_sightings(source: HvSource, reader: ProxmoxReader, guest: Guest
         nic = by_mac.get(mac.upper())
         address = normalise_address(raw)
         if nic and address:
-            iface = f"{vm_key(source, guest.vmid)}|nic|{nic.slot}"
+            iface = format_key("vm_interface", endpoint=source.identity, vmid=guest.vmid, slot=nic.slot)
             out.append(Sighting(address, vm_key(source, guest.vmid), iface, (guest.vmid, int(nic.slot[3:]))))
     if not out and guest.kind == "lxc":
         for nic in nics(guest.kind, guest.config):
             for raw in nic.static_ips:
                 address = normalise_address(raw)
                 if address:
-                    iface = f"{vm_key(source, guest.vmid)}|nic|{nic.slot}"
+                    iface = format_key(
+                        "vm_interface", endpoint=source.identity, vmid=guest.vmid, slot=nic.slot
+                    )
                     out.append(
                         Sighting(address, vm_key(source, guest.vmid), iface, (guest.vmid, int(nic.slot[3:])))
                     )
@@ -131,7 +141,7 @@ class IPAddressKind(Kind):
             state = {
                 "address": owner.address,
                 "vmid": owner.order[0],
-                "interface_key": owner.iface.rsplit("|", 1)[1],
+                "interface_key": _slot(owner.iface),
             }
             out[key] = Desired(key, owner.address, payload, state)
         ctx.ip.owners = owners

@@ -23,6 +23,7 @@ from hvsync_backend.sync.stages.plugin_records import (
     _nested_id,
 )
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
+from hvsync_backend.wire.keys import format_key
 from hvsync_backend.wire.numbers import decimal
 
 PBS_MODES = {"default", "legacy", "data"}
@@ -46,6 +47,8 @@ class JobKind(NaturalKind):
 
     id_field = ""
     proxmox_path = ""
+    #: its `wire.keys.RECORD_SHAPES` shape
+    key_shape = ""
 
     async def lookups(self, ctx: SyncContext) -> dict[str, Any]:
         pks = await plugin_endpoints(ctx)
@@ -57,7 +60,7 @@ class JobKind(NaturalKind):
 
     def row_key(self, row: Mapping[str, Any], ctx: SyncContext, lookups: dict[str, Any]) -> str | None:
         identity = lookups["endpoint"].get(_nested_id(row.get("endpoint")))
-        return f"{identity}|{self.name}|{row.get(self.id_field)}" if identity else None
+        return format_key(self.key_shape, endpoint=identity, id=row.get(self.id_field)) if identity else None
 
     def build(
         self, ctx: SyncContext, source: HvSource, pk: int, job: dict[str, Any], refs: dict[str, Any]
@@ -84,7 +87,7 @@ class JobKind(NaturalKind):
             for job in found[source.backend_id]:
                 payload = self.build(ctx, source, pk, job, refs)
                 if payload is not None:
-                    key = f"{source.identity}|{self.name}|{payload[self.id_field]}"
+                    key = format_key(self.key_shape, endpoint=source.identity, id=payload[self.id_field])
                     out[key] = Desired(key, str(payload[self.id_field]), {**payload, "status": "active"})
         if ctx.options.partial:
             return out  # selected-object runs never judge what they did not select
@@ -102,6 +105,7 @@ class BackupRoutineKind(JobKind):
     path = f"{BASE}/backup-routines"
     id_field = "job_id"
     proxmox_path = "cluster/backup"
+    key_shape = "backup_routine"
     read_fields = (
         "endpoint",
         "job_id",
@@ -147,7 +151,11 @@ class BackupRoutineKind(JobKind):
         prune = _props(job.get("prune-backups"))
         fleecing = _props(job.get("fleecing"))
         fleecing_on = fleecing.get("enabled") in ("1", "true")
-        storage_of = lambda name: refs["storage"].get(f"{source.identity}|storage|{name}") if name else None  # noqa: E731
+        storage_of = lambda name: (
+            refs["storage"].get(format_key("hv_storage", endpoint=source.identity, storage=name))
+            if name
+            else None
+        )  # noqa: E731
         mode = str(job.get("pbs-change-detection-mode") or "")
         performance = _props(job.get("performance"))
         return {
@@ -155,7 +163,9 @@ class BackupRoutineKind(JobKind):
             "job_id": job_id,
             "enabled": str(job.get("enabled", 1)) not in ("0", "false"),
             "schedule": str(job.get("schedule") or job.get("starttime") or ""),
-            "node": refs["nodes"].get(f"{source.identity}|hvnode|{job['node']}") if job.get("node") else None,
+            "node": refs["nodes"].get(format_key("hv_node", endpoint=source.identity, node=job["node"]))
+            if job.get("node")
+            else None,
             "storage": storage_of(job.get("storage")),
             "selection": sorted(
                 v for v in (decimal(t) for t in str(job.get("vmid") or "").split(",")) if v is not None
@@ -184,6 +194,7 @@ class ReplicationKind(JobKind):
     path = f"{BASE}/replications"
     id_field = "replication_id"
     proxmox_path = "cluster/replication"
+    key_shape = "replication"
     read_fields = (
         "endpoint",
         "replication_id",
@@ -231,7 +242,9 @@ class ReplicationKind(JobKind):
             "endpoint": pk,
             "replication_id": rid,
             "virtual_machine": vm,
-            "hv_node": refs["nodes"].get(f"{source.identity}|hvnode|{src}") if src else None,
+            "hv_node": refs["nodes"].get(format_key("hv_node", endpoint=source.identity, node=src))
+            if src
+            else None,
             "guest": guest,
             "target": str(job.get("target") or ""),
             "job_type": str(job.get("type") or "local"),

@@ -18,6 +18,7 @@ from hvsync_backend.sync.plugin_endpoints import PLUGIN_API, plugin_endpoints
 from hvsync_backend.sync.reads import clusters, storage_facts
 from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
 from hvsync_backend.sync.stages.devices import ClusterKind, DeviceKind, cluster_key, node_key
+from hvsync_backend.wire.keys import endpoint_of, format_key
 
 BASE = PLUGIN_API
 
@@ -69,7 +70,7 @@ class PluginClusterKind(NaturalKind):
 
     def row_key(self, row: Mapping[str, Any], ctx: SyncContext, lookups: dict[str, Any]) -> str | None:
         identity = lookups["endpoint"].get(_nested_id(row.get("endpoint")))
-        return f"{identity}|hvcluster" if identity else None
+        return format_key("hv_cluster", endpoint=identity) if identity else None
 
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
         pks = await plugin_endpoints(ctx)
@@ -80,7 +81,7 @@ class PluginClusterKind(NaturalKind):
             info, pk = infos.get(source.backend_id), pks.get(source.backend_id)
             if info is None or pk is None:
                 continue
-            key = f"{source.identity}|hvcluster"
+            key = format_key("hv_cluster", endpoint=source.identity)
             payload = {"endpoint": pk, "name": info.name, "cluster": cluster_ids.get(cluster_key(source))}
             out[key] = Desired(key, info.name, payload)
         return out
@@ -96,11 +97,11 @@ class PluginNodeKind(NaturalKind):
 
     async def lookups(self, ctx: SyncContext) -> dict[str, Any]:
         ids = await known_ids(ctx, PluginClusterKind())
-        return {"cluster": {v: k.split("|")[0] for k, v in ids.items()}}
+        return {"cluster": {v: endpoint_of(k) for k, v in ids.items()}}
 
     def row_key(self, row: Mapping[str, Any], ctx: SyncContext, lookups: dict[str, Any]) -> str | None:
         identity = lookups["cluster"].get(_nested_id(row.get("cluster")))
-        return f"{identity}|hvnode|{row.get('name')}" if identity else None
+        return format_key("hv_node", endpoint=identity, node=row.get("name")) if identity else None
 
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
         infos = await clusters(ctx)
@@ -109,13 +110,16 @@ class PluginNodeKind(NaturalKind):
         allowed = await focus_nodes(ctx)
         out: dict[str, Desired] = {}
         for source in ctx.sources:
-            info, parent = infos.get(source.backend_id), hv_clusters.get(f"{source.identity}|hvcluster")
+            info, parent = (
+                infos.get(source.backend_id),
+                hv_clusters.get(format_key("hv_cluster", endpoint=source.identity)),
+            )
             if info is None or parent is None:
                 continue
             for node in info.nodes:
                 if not node_allowed(allowed, source, node.name):
                     continue
-                key = f"{source.identity}|hvnode|{node.name}"
+                key = format_key("hv_node", endpoint=source.identity, node=node.name)
                 payload = {
                     "cluster": parent,
                     "name": node.name,
@@ -149,11 +153,11 @@ class PluginStorageKind(NaturalKind):
 
     async def lookups(self, ctx: SyncContext) -> dict[str, Any]:
         ids = await known_ids(ctx, PluginClusterKind())
-        return {"cluster": {v: k.split("|")[0] for k, v in ids.items()}}
+        return {"cluster": {v: endpoint_of(k) for k, v in ids.items()}}
 
     def row_key(self, row: Mapping[str, Any], ctx: SyncContext, lookups: dict[str, Any]) -> str | None:
         identity = lookups["cluster"].get(_nested_id(row.get("cluster")))
-        return f"{identity}|storage|{row.get('name')}" if identity else None
+        return format_key("hv_storage", endpoint=identity, storage=row.get("name")) if identity else None
 
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
         facts = await storage_facts(ctx)
@@ -162,7 +166,7 @@ class PluginStorageKind(NaturalKind):
         focus = ctx.options.focus
         out: dict[str, Desired] = {}
         for source in ctx.sources:
-            parent = hv_clusters.get(f"{source.identity}|hvcluster")
+            parent = hv_clusters.get(format_key("hv_cluster", endpoint=source.identity))
             data = facts.get(source.backend_id)
             if parent is None or data is None:
                 continue
@@ -176,7 +180,7 @@ class PluginStorageKind(NaturalKind):
                 }
                 present = sorted(n for n, r in reports.items() if r is not None)
                 first = next((reports[n] for n in present), None) or {}
-                key = f"{source.identity}|storage|{name}"
+                key = format_key("hv_storage", endpoint=source.identity, storage=name)
                 payload = {
                     "cluster": parent,
                     "name": name,
@@ -189,7 +193,12 @@ class PluginStorageKind(NaturalKind):
                     "used": int(first["used"]) if first.get("used") is not None else None,
                     "avail": int(first["avail"]) if first.get("avail") is not None else None,
                     "nodes": sorted(
-                        i for i in (hv_nodes.get(f"{source.identity}|hvnode|{n}") for n in present) if i
+                        i
+                        for i in (
+                            hv_nodes.get(format_key("hv_node", endpoint=source.identity, node=n))
+                            for n in present
+                        )
+                        if i
                     ),
                 }
                 out[key] = Desired(key, name, payload)

@@ -18,6 +18,7 @@ from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
 from hvsync_backend.sync.stages.devices import ClusterKind, DeviceKind, cluster_key, node_key, site_id
 from hvsync_backend.sync.stages.plugin_records import PluginClusterKind
 from hvsync_backend.sync.support import ensure, ensure_tags, prefetch_support, slugify
+from hvsync_backend.wire.keys import format_key, parse_key
 
 ROLES = {"qemu": ("Virtual Machine", "pve-qemu"), "lxc": ("Container", "pve-lxc")}
 TEMPLATE_TAG = "pve-template"
@@ -84,7 +85,8 @@ class VirtualMachineKind(Kind):
     )
 
     def accepts(self, key: str) -> bool:
-        return key.count("|") == 2 and "|vm|" in key
+        parsed = parse_key(key)
+        return parsed is not None and parsed[0] == "vm"
 
     def linked_kinds(self) -> tuple[Kind, ...]:
         return (ClusterKind(), DeviceKind(), PluginClusterKind())
@@ -143,7 +145,7 @@ class VirtualMachineKind(Kind):
                     "vm_type": guest.kind,
                     "node_name": guest.node,
                     "is_template": guest.template,
-                    "cluster": hv_clusters.get(f"{source.identity}|hvcluster"),
+                    "cluster": hv_clusters.get(format_key("hv_cluster", endpoint=source.identity)),
                 }
                 out[key] = Desired(key, f"{guest.name} ({guest.kind} {guest.vmid})", payload, state)
         return out

@@ -16,6 +16,7 @@ from hvsync_backend.sync.plan import Current, Desired
 from hvsync_backend.sync.proxmox import Guest, HvSource, ProxmoxReader
 from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
+from hvsync_backend.wire.keys import child_key, format_key
 
 PATH = "plugins/hvsync/snapshots"
 
@@ -68,7 +69,7 @@ class SnapshotKind(Kind):
                     focus = ctx.options.focus
                     if focus is not None and not focus.allows(focus.snapshots, str(snap["name"])):
                         continue
-                    key = f"{vm_key(source, guest.vmid)}|snap|{snap['name']}"
+                    key = format_key("snapshot", endpoint=source.identity, vmid=guest.vmid, name=snap["name"])
                     payload = {
                         "virtual_machine": vm_id,
                         "name": str(snap["name"]),
@@ -96,6 +97,6 @@ class SnapshotKind(Kind):
             owner = vm_keys.get(vm_id) if isinstance(vm_id, int) else None
             if owner is None:
                 continue
-            key = f"{owner}|snap|{row['name']}"
+            key = child_key(owner, "snapshot", name=row["name"])
             out[key] = Current(key, int(row["id"]), f"{vm.get('name')}@{row['name']}", row)
         return out
