@@ -1,0 +1,67 @@
+"""Serializers of the read-only audit records: deletion requests and apply jobs."""
+
+from __future__ import annotations
+
+from netbox.api.fields import ChoiceField, ContentTypeField
+from users.api.serializers import UserSerializer
+
+from netbox_hvsync import models
+from netbox_hvsync.choices import ApplyJobStatusChoices, DeletionRequestStatusChoices
+
+from .base import NETBOX_FEATURE_FIELDS, HvsyncModelSerializer
+from .endpoints import HvEndpointSerializer
+
+
+class DeletionRequestSerializer(HvsyncModelSerializer):
+    endpoint = HvEndpointSerializer(nested=True, read_only=True)
+    object_type = ContentTypeField(read_only=True)
+    status = ChoiceField(choices=DeletionRequestStatusChoices, read_only=True)
+    requested_by = UserSerializer(nested=True, read_only=True)
+    approved_by = UserSerializer(nested=True, read_only=True)
+
+    class Meta:
+        model = models.DeletionRequest
+        fields = (
+            "id",
+            "url",
+            "display_url",
+            "display",
+            "endpoint",
+            "object_type",
+            "object_id",
+            "object_repr",
+            "reason",
+            "status",
+            "requested_by",
+            "approved_by",
+            "decided_at",
+            "executed_at",
+            *NETBOX_FEATURE_FIELDS,
+        )
+        brief_fields = ("id", "url", "display", "status")
+
+
+class ApplyJobSerializer(HvsyncModelSerializer):
+    endpoint = HvEndpointSerializer(nested=True, read_only=True)
+    status = ChoiceField(choices=ApplyJobStatusChoices, read_only=True)
+
+    class Meta:
+        model = models.ApplyJob
+        fields = (
+            "id",
+            "url",
+            "display_url",
+            "display",
+            "endpoint",
+            "status",
+            "plan",
+            "result",
+            "started",
+            "finished",
+            "error",
+            *NETBOX_FEATURE_FIELDS,
+        )
+        brief_fields = ("id", "url", "display", "status")
+
+
+__all__ = ["ApplyJobSerializer", "DeletionRequestSerializer"]
