@@ -134,7 +134,8 @@ async def test_bootstrap_race_exactly_one_201(backend) -> None:
 def test_bootstrap_race_across_processes_unique_slot(backend) -> None:
     """Two KeyStores on one database (as two processes would be) cannot both bootstrap."""
     from hvsync_backend.auth.cache import VerificationCache
-    from hvsync_backend.auth.keys import KeyAlreadyRegistered, KeyStore
+    from hvsync_backend.auth.keys import KeyStore
+    from hvsync_backend.errors import AlreadyExists as KeyAlreadyRegistered
 
     a = KeyStore(backend.context.session_factory, 4, VerificationCache())
     b = KeyStore(backend.context.session_factory, 4, VerificationCache())

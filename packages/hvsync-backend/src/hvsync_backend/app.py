@@ -19,8 +19,8 @@ from hvsync_backend.api import sync as sync_api
 from hvsync_backend.config import Settings
 from hvsync_backend.context import BackendContext, NotReady, build_context
 from hvsync_backend.endpoints.crypto import CredentialDecryptError
-from hvsync_backend.endpoints.registry import EndpointInvalid
 from hvsync_backend.endpoints.schemas import SECRET_FIELDS
+from hvsync_backend.errors import FieldError
 
 log = logging.getLogger("hvsync_backend")
 
@@ -58,8 +58,8 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse({"detail": _safe_errors(exc.errors())}, status_code=422)
 
-    @app.exception_handler(EndpointInvalid)
-    async def _invalid(_: Request, exc: EndpointInvalid) -> JSONResponse:
+    @app.exception_handler(FieldError)
+    async def _invalid(_: Request, exc: FieldError) -> JSONResponse:
         body = [{"type": "value_error", "loc": ["body", exc.field], "msg": exc.message}]
         return JSONResponse({"detail": body}, status_code=422)
 

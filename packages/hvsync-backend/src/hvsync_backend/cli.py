@@ -17,13 +17,14 @@ from cryptography.fernet import Fernet
 from sqlalchemy import func, select
 
 from hvsync_backend import __version__
-from hvsync_backend.auth.keys import KeyNotFound, LastActiveKey
+from hvsync_backend.auth.keys import LastActiveKey
 from hvsync_backend.config import CONFIG_FILE_ENV, Settings
 from hvsync_backend.context import BackendContext, build_context, load_cipher
 from hvsync_backend.db.models import HvEndpoint, InventoryEndpoint
 from hvsync_backend.db.session import current_revision, database_kind, head_revision, session_scope
 from hvsync_backend.endpoints.crypto import CredentialCipher, parse_keys, write_key_file
 from hvsync_backend.endpoints.rotation import reencrypt_all
+from hvsync_backend.errors import NotFound
 
 
 def _context() -> BackendContext:
@@ -82,7 +83,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
         elif args.keys_command == "delete":
             store.delete(args.id, allow_no_active=args.force)
             print(f"deleted key {args.id}")
-    except KeyNotFound:
+    except NotFound:
         print(f"error: API key {args.id} not found", file=sys.stderr)
         return 1
     except LastActiveKey:

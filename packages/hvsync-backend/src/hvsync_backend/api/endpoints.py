@@ -9,7 +9,6 @@ from fastapi import APIRouter, Depends, HTTPException, Path
 from hvsync_backend.api.deps import Ctx
 from hvsync_backend.api.keys import _AUTH_ERRORS, DetailOut
 from hvsync_backend.auth.dependency import require_api_key
-from hvsync_backend.endpoints.registry import EndpointNotFound, InventoryEndpointExists
 from hvsync_backend.endpoints.schemas import (
     HvEndpointCreate,
     HvEndpointOut,
@@ -18,6 +17,7 @@ from hvsync_backend.endpoints.schemas import (
     InventoryEndpointOut,
     InventoryEndpointUpdate,
 )
+from hvsync_backend.errors import AlreadyExists, NotFound
 
 router = APIRouter(dependencies=[Depends(require_api_key)], responses=_AUTH_ERRORS)
 
@@ -40,7 +40,7 @@ def list_inventory_endpoint(context: Ctx) -> list[InventoryEndpointOut]:
 def create_inventory_endpoint(body: InventoryEndpointCreate, context: Ctx) -> InventoryEndpointOut:
     try:
         return context.registry.create_inventory(body)
-    except InventoryEndpointExists as exc:
+    except AlreadyExists as exc:
         raise HTTPException(
             409,
             f"An inventory endpoint already exists (id {exc.existing_id}); "
@@ -60,7 +60,7 @@ def update_inventory_endpoint(
     """Partial update; omitted fields and omitted/blank/null credentials keep their stored values."""
     try:
         return context.registry.update_inventory(endpoint_id, body)
-    except EndpointNotFound:
+    except NotFound:
         raise HTTPException(404, f"inventory endpoint {endpoint_id} not found") from None
 
 
@@ -84,5 +84,5 @@ def update_hv_endpoint(endpoint_id: EndpointId, body: HvEndpointUpdate, context:
     """Partial update; omitted fields and omitted/blank/null credentials keep their stored values."""
     try:
         return context.registry.update_hv(endpoint_id, body)
-    except EndpointNotFound:
+    except NotFound:
         raise HTTPException(404, f"hv endpoint {endpoint_id} not found") from None

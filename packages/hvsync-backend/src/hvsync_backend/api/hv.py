@@ -20,7 +20,8 @@ from hvsync_backend.api.deps import Ctx
 from hvsync_backend.api.keys import _AUTH_ERRORS, DetailOut
 from hvsync_backend.auth.dependency import require_api_key
 from hvsync_backend.context import BackendContext
-from hvsync_backend.endpoints.service import HvTarget, UnknownHvEndpoints, aget_hv_targets
+from hvsync_backend.endpoints.service import HvTarget, aget_hv_targets
+from hvsync_backend.errors import UnknownHvEndpoints
 from hvsync_backend.hv.client import ProxmoxClient
 from hvsync_backend.hv.errors import ProxmoxAuthError, ProxmoxError, ProxmoxNotConfigured, ProxmoxUnreachable
 from hvsync_backend.hv.reads import Reader, read_datacenter_options, read_firewall, read_templates

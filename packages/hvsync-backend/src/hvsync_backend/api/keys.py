@@ -10,8 +10,9 @@ from pydantic import BaseModel, Field, field_validator
 from hvsync_backend.api.deps import Ctx
 from hvsync_backend.auth.dependency import AUTH_RESPONSES, require_api_key
 from hvsync_backend.auth.hashing import MAX_KEY_LENGTH, MIN_KEY_LENGTH, key_problem
-from hvsync_backend.auth.keys import KeyAlreadyRegistered, KeyNotFound, KeyView, LastActiveKey
+from hvsync_backend.auth.keys import KeyView, LastActiveKey
 from hvsync_backend.context import BackendContext
+from hvsync_backend.errors import AlreadyExists, NotFound
 
 router = APIRouter(prefix="/auth", tags=["auth"])
 
@@ -92,7 +93,7 @@ def bootstrap_status(context: Ctx) -> BootstrapStatus:
 def register_key(body: RegisterKeyIn, context: Ctx) -> DetailOut:
     try:
         context.keys.register_bootstrap(body.api_key, body.label)
-    except KeyAlreadyRegistered:
+    except AlreadyExists:
         raise HTTPException(
             409, "An API key is already registered; manage keys with authenticated calls to /auth/keys"
         ) from None
@@ -122,7 +123,7 @@ def create_key(context: Ctx, body: Annotated[CreateKeyIn | None, Body()] = None)
 def _set_active(context: BackendContext, key_id: int, active: bool) -> KeyOut:
     try:
         return _out(context.keys.set_active(key_id, active))
-    except KeyNotFound:
+    except NotFound:
         raise HTTPException(404, f"API key {key_id} not found") from None
     except LastActiveKey:
         raise HTTPException(409, LAST_ACTIVE) from None
@@ -161,7 +162,7 @@ def activate_key(key_id: KeyId, context: Ctx) -> KeyOut:
 def delete_key(key_id: KeyId, context: Ctx) -> Response:
     try:
         context.keys.delete(key_id)
-    except KeyNotFound:
+    except NotFound:
         raise HTTPException(404, f"API key {key_id} not found") from None
     except LastActiveKey:
         raise HTTPException(409, LAST_ACTIVE) from None

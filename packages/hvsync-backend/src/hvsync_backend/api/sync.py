@@ -13,7 +13,7 @@ from hvsync_backend.api.deps import Ctx
 from hvsync_backend.api.hv import HvEndpointIds
 from hvsync_backend.auth.dependency import AUTH_RESPONSES, require_api_key
 from hvsync_backend.context import BackendContext
-from hvsync_backend.endpoints.service import UnknownHvEndpoints
+from hvsync_backend.errors import FieldError, UnknownHvEndpoints
 from hvsync_backend.services import bootstrap, sync_runs
 from hvsync_backend.sse.runs import Run, RunRegistry
 from hvsync_backend.sync import individual as individual_sync
@@ -23,7 +23,6 @@ from hvsync_backend.sync.options import (
     BRANCH_SCHEMA_ID_MAX,
     FLAG_WORDS,
     SITE_NAME_MAX,
-    OptionError,
     SyncOptions,
 )
 from hvsync_backend.sync.registry import FULL_UPDATE_ROUTE, STAGES
@@ -126,7 +125,7 @@ async def reconcile_options(
 def _parse_options(given: dict[str, str | None]) -> SyncOptions:
     try:
         return SyncOptions.from_query({k: v for k, v in given.items() if v is not None})
-    except OptionError as exc:
+    except FieldError as exc:
         raise _query_error(exc.field, exc.message) from None
 
 
@@ -301,7 +300,7 @@ async def individual(
     given = {"node": node, "storage": storage, "vmid": vmid, "volid": volid, "name": name, "upid": upid}
     try:
         selection = individual_sync.select(kind, {k: v for k, v in given.items() if v is not None})
-    except individual_sync.SelectionError as exc:
+    except FieldError as exc:
         raise _query_error(exc.field, exc.message) from None
     try:
         body, status = await sync_runs.individual_run(context, kind, selection, options)

@@ -21,6 +21,7 @@ from hvsync_backend.auth.cache import VerificationCache
 from hvsync_backend.auth.hashing import check_key, generate_key, hash_key
 from hvsync_backend.db.models import ApiKey
 from hvsync_backend.db.session import session_scope
+from hvsync_backend.errors import AlreadyExists, NotFound
 from hvsync_backend.wire.numbers import decimal
 
 GENERATED_PREFIX = "hvsk_"
@@ -32,14 +33,6 @@ def key_id_hint(presented: str) -> int | None:
         head = presented[len(GENERATED_PREFIX) :].split("_", 1)[0]
         return decimal(head, high=999_999_999)
     return None
-
-
-class KeyAlreadyRegistered(Exception):
-    """register-key after a key exists."""
-
-
-class KeyNotFound(Exception):
-    pass
 
 
 class VerificationBusy(Exception):
@@ -148,7 +141,7 @@ class KeyStore:
     def register_bootstrap(self, raw_key: str, label: str) -> KeyView:
         with self._mutation_lock:
             if self.has_any_key():
-                raise KeyAlreadyRegistered
+                raise AlreadyExists
             row = ApiKey(
                 label=label,
                 key_hash=hash_key(raw_key, self._rounds),
@@ -160,10 +153,10 @@ class KeyStore:
                 with session_scope(self.session_factory) as session:
                     # Re-check inside the writing transaction for other processes.
                     if session.execute(select(func.count(ApiKey.id))).scalar():
-                        raise KeyAlreadyRegistered
+                        raise AlreadyExists
                     session.add(row)
             except IntegrityError as exc:
-                raise KeyAlreadyRegistered from exc
+                raise AlreadyExists from exc
             self.cache.clear()
             return KeyView.of(row)
 
@@ -185,7 +178,7 @@ class KeyStore:
         with self._mutation_lock, session_scope(self.session_factory) as session:
             row = session.get(ApiKey, key_id, with_for_update=True)
             if row is None:
-                raise KeyNotFound
+                raise NotFound
             if not active and row.is_active and not allow_no_active:
                 self._ensure_another_active(session, key_id)
             row.is_active = active
@@ -197,7 +190,7 @@ class KeyStore:
         with self._mutation_lock, session_scope(self.session_factory) as session:
             row = session.get(ApiKey, key_id, with_for_update=True)
             if row is None:
-                raise KeyNotFound
+                raise NotFound
             if row.is_active and not allow_no_active:
                 self._ensure_another_active(session, key_id)
             session.delete(row)

@@ -19,25 +19,7 @@ from hvsync_backend.endpoints.schemas import (
     InventoryEndpointOut,
     InventoryEndpointUpdate,
 )
-
-
-class InventoryEndpointExists(Exception):
-    def __init__(self, existing_id: int) -> None:
-        super().__init__(existing_id)
-        self.existing_id = existing_id
-
-
-class EndpointNotFound(Exception):
-    pass
-
-
-class EndpointInvalid(Exception):
-    """The merged record breaks a rule; carries (field, message) for a 422 naming the field."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+from hvsync_backend.errors import AlreadyExists, FieldError, NotFound
 
 
 def inventory_out(row: InventoryEndpoint) -> InventoryEndpointOut:
@@ -112,23 +94,23 @@ class EndpointRegistry:
             with session_scope(self.session_factory) as session:
                 existing = session.execute(select(InventoryEndpoint.id)).scalar()
                 if existing is not None:
-                    raise InventoryEndpointExists(existing)
+                    raise AlreadyExists(existing)
                 session.add(row)
         except IntegrityError:
             with self.session_factory() as session:
                 existing = session.execute(select(InventoryEndpoint.id)).scalar()
-            raise InventoryEndpointExists(existing or 0) from None
+            raise AlreadyExists(existing or 0) from None
         return inventory_out(row)
 
     def update_inventory(self, endpoint_id: int, body: InventoryEndpointUpdate) -> InventoryEndpointOut:
         with session_scope(self.session_factory) as session:
             row = session.get(InventoryEndpoint, endpoint_id, with_for_update=True)
             if row is None:
-                raise EndpointNotFound
+                raise NotFound
             for key, value in _plain_updates(body, ("token", "token_key"), nullable=("scheme",)).items():
                 setattr(row, key, value)
             if not row.ip_address and not row.domain:
-                raise EndpointInvalid("ip_address", "ip_address or domain is required")
+                raise FieldError("ip_address", "ip_address or domain is required")
             if body.token is not None:
                 row.token_enc = self.cipher.encrypt(body.token)
             if body.token_key is not None:
@@ -158,11 +140,11 @@ class EndpointRegistry:
         with session_scope(self.session_factory) as session:
             row = session.get(HvEndpoint, endpoint_id, with_for_update=True)
             if row is None:
-                raise EndpointNotFound
+                raise NotFound
             for key, value in _plain_updates(body, ("password", "token_value")).items():
                 setattr(row, key, list(value) if key == "access_methods" else value)
             if not row.ip_address and not row.domain:
-                raise EndpointInvalid("ip_address", "ip_address or domain is required")
+                raise FieldError("ip_address", "ip_address or domain is required")
             if body.password is not None:
                 row.password_enc = self.cipher.encrypt(body.password)
             if body.token_value is not None:

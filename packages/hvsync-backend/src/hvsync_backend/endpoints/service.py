@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from hvsync_backend.db.models import HvEndpoint, InventoryEndpoint
 from hvsync_backend.endpoints.registry import EndpointRegistry
+from hvsync_backend.errors import UnknownHvEndpoints
 from hvsync_backend.inventory.tokens import auth_header
 
 
@@ -147,12 +148,6 @@ def get_inventory_target(registry: EndpointRegistry, enabled_only: bool = True) 
         if row is None or (enabled_only and not row.enabled):
             return None
         return _inventory_target(registry, row)
-
-
-class UnknownHvEndpoints(LookupError):
-    def __init__(self, ids: list[int]) -> None:
-        super().__init__(f"unknown hv endpoint id(s): {', '.join(map(str, ids))}")
-        self.ids = ids
 
 
 def get_hv_targets(

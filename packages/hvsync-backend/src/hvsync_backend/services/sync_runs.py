@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from hvsync_backend.context import BackendContext
-from hvsync_backend.endpoints.service import UnknownHvEndpoints
+from hvsync_backend.errors import UnknownHvEndpoints
 from hvsync_backend.services.targets import load_targets
 from hvsync_backend.sse.frames import failed_complete
 from hvsync_backend.sync import individual as individual_sync

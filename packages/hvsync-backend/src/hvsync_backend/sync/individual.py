@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hvsync_backend import wire
+from hvsync_backend.errors import FieldError
 from hvsync_backend.sync.focus import Focus, parse_upid, volid_storage, volid_vmid
 from hvsync_backend.sync.framework import Kind, Stage
 from hvsync_backend.sync.registry import BY_SLUG
@@ -26,15 +27,6 @@ from hvsync_backend.wire.numbers import decimal
 #: the selected-object kinds of `/sync/individual/<kind>` (wire data shared with the plugin)
 KINDS = tuple(wire.SELECTED_KINDS)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-
-
-class SelectionError(ValueError):
-    """A missing or malformed query value; `field` names the query parameter (answered 422)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -56,11 +48,11 @@ def _vmid(query: Mapping[str, str], required: bool = True) -> int | None:
     text = (query.get("vmid") or "").strip()
     if not text:
         if required:
-            raise SelectionError("vmid", "vmid (integer) is required")
+            raise FieldError("vmid", "vmid (integer) is required")
         return None
     vmid = decimal(text, low=100, high=999_999_999)
     if vmid is None:
-        raise SelectionError("vmid", f"expected a Proxmox VMID (integer 100-999999999), got {text!r}")
+        raise FieldError("vmid", f"expected a Proxmox VMID (integer 100-999999999), got {text!r}")
     return vmid
 
 
@@ -68,10 +60,10 @@ def _name(query: Mapping[str, str], field: str, what: str, required: bool = True
     text = (query.get(field) or "").strip()
     if not text:
         if required:
-            raise SelectionError(field, f"{field} ({what}) is required")
+            raise FieldError(field, f"{field} ({what}) is required")
         return None
     if not _NAME.match(text):
-        raise SelectionError(field, f"expected a {what} (letters, digits, '.', '_', '-'), got {text!r}")
+        raise FieldError(field, f"expected a {what} (letters, digits, '.', '_', '-'), got {text!r}")
     return text
 
 
@@ -80,7 +72,7 @@ def _devices(nodes: bool = True) -> Stage:
 
 
 def select(kind: str, query: Mapping[str, str]) -> Selection:
-    """The stages and filters of one object's sync; raises SelectionError naming a bad query field."""
+    """The stages and filters of one object's sync; raises FieldError naming a bad query field."""
     if kind == "cluster":
         return Selection(
             kind,
@@ -148,10 +140,10 @@ def _backup(query: Mapping[str, str]) -> Selection:
     if volid is not None:
         storage = volid_storage(volid)
         if storage is None or len(volid) > 255:
-            raise SelectionError("volid", f"expected a Proxmox volume id '<storage>:<volume>', got {volid!r}")
+            raise FieldError("volid", f"expected a Proxmox volume id '<storage>:<volume>', got {volid!r}")
         owner = volid_vmid(volid)
         if owner is not None and owner != vmid:
-            raise SelectionError("volid", f"volume {volid!r} belongs to vmid {owner}, not {vmid}")
+            raise FieldError("volid", f"volume {volid!r} belongs to vmid {owner}, not {vmid}")
         focus = Focus(storages=frozenset({storage}), volids=frozenset({volid}))
     plugin = [PluginClusterKind(), PluginNodeKind(), PluginStorageKind()]
     return Selection(
@@ -174,13 +166,13 @@ def _task(query: Mapping[str, str]) -> Selection:
     text = (query.get("upid") or "").strip()
     vmid = _vmid(query, required=False)
     if not text and vmid is None:
-        raise SelectionError("upid", "upid (a Proxmox task UPID) or vmid is required")
+        raise FieldError("upid", "upid (a Proxmox task UPID) or vmid is required")
     upid = parse_upid(text) if text else None
     if text and (upid is None or len(text) > 255):
-        raise SelectionError("upid", f"expected a Proxmox UPID 'UPID:<node>:...', got {text!r}")
+        raise FieldError("upid", f"expected a Proxmox UPID 'UPID:<node>:...', got {text!r}")
     if upid is not None and upid.vmid is not None:
         if vmid is not None and vmid != upid.vmid:
-            raise SelectionError("vmid", f"task {text!r} belongs to vmid {upid.vmid}, not {vmid}")
+            raise FieldError("vmid", f"task {text!r} belongs to vmid {upid.vmid}, not {vmid}")
         vmid = upid.vmid
     stages = [_devices(), _stage("storage", [PluginClusterKind(), PluginNodeKind()])]
     if vmid is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from hvsync_backend.errors import FieldError
 from hvsync_backend.sync.focus import Focus
 from hvsync_backend.wire.numbers import decimal
 
@@ -21,15 +22,6 @@ BRANCH_SCHEMA_ID = re.compile(rf"{BRANCH_SCHEMA_ID_CHAR}{{1,{BRANCH_SCHEMA_ID_MA
 SITE_NAME_MAX = 100
 
 
-class OptionError(ValueError):
-    """A bad query value; `field` names the query parameter."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
-
-
 def parse_flag(field: str, value: str | None, default: bool) -> bool:
     if value is None or value == "":
         return default
@@ -38,7 +30,7 @@ def parse_flag(field: str, value: str | None, default: bool) -> bool:
         return True
     if text in _FALSE:
         return False
-    raise OptionError(field, f"expected one of enabled/disabled/true/false, got {value!r}")
+    raise FieldError(field, f"expected one of enabled/disabled/true/false, got {value!r}")
 
 
 def parse_ids(field: str, value: str | None) -> tuple[int, ...] | None:
@@ -52,7 +44,7 @@ def parse_ids(field: str, value: str | None) -> tuple[int, ...] | None:
             continue
         number = decimal(part, low=1, high=2**31 - 1)
         if number is None:
-            raise OptionError(field, f"expected comma-separated integer ids (1-2147483647), got {part!r}")
+            raise FieldError(field, f"expected comma-separated integer ids (1-2147483647), got {part!r}")
         ids.append(number)
     return tuple(ids) or None
 
@@ -78,13 +70,13 @@ class SyncOptions:
     def from_query(cls, query: dict[str, str], *, site_name: str = "Proxmox VE") -> SyncOptions:
         branch = (query.get("inventory_branch_schema_id") or "").strip() or None
         if branch is not None and not BRANCH_SCHEMA_ID.fullmatch(branch):
-            raise OptionError(
+            raise FieldError(
                 "inventory_branch_schema_id",
                 "expected a branch schema id (1-64 of A-Z a-z 0-9 _ -)",
             )
         site = (query.get("site") or "").strip() or site_name
         if len(site) > SITE_NAME_MAX or not site.isprintable():
-            raise OptionError("site", f"expected a site name of 1-{SITE_NAME_MAX} printable characters")
+            raise FieldError("site", f"expected a site name of 1-{SITE_NAME_MAX} printable characters")
         return cls(
             hv_endpoint_ids=parse_ids("hv_endpoint_ids", query.get("hv_endpoint_ids")),
             inventory_branch_schema_id=branch,

@@ -151,11 +151,11 @@ class BackupRoutineKind(JobKind):
         prune = _props(job.get("prune-backups"))
         fleecing = _props(job.get("fleecing"))
         fleecing_on = fleecing.get("enabled") in ("1", "true")
-        storage_of = lambda name: (
+        storage_of = lambda name: (  # noqa: E731
             refs["storage"].get(format_key("hv_storage", endpoint=source.identity, storage=name))
             if name
             else None
-        )  # noqa: E731
+        )
         mode = str(job.get("pbs-change-detection-mode") or "")
         performance = _props(job.get("performance"))
         return {
