@@ -8,6 +8,8 @@ symlinks to it, so both products ship the same data and the same code. It uses t
 - `API_KEY_HEADER`: the header that carries the backend's service API key;
 - `SUMMARY_COUNTS`: the counts of a stage's `complete` summary, in the order operators read them;
 - `SELECTED_KINDS`: the selected-object (`/sync/individual/<kind>`) kinds, their routes and query names;
+- `PLUGIN_API` / `PLUGIN_RECORDS`: the plugin's REST root and, for each record kind the backend writes
+  there, its route and fields (the plugin's serializer, forms and pages list them; the backend reads them);
 - `wire.keys`: the `hvsync_key` custom-field format;
 - `wire.redaction`: the credential key list and the redaction both products apply;
 - `wire.numbers`: whole numbers read from text (ASCII digits only, bounded);
@@ -27,12 +29,15 @@ __all__ = [
     "API_KEY_HEADER",
     "DATA",
     "FULL_UPDATE_ROUTE",
+    "PLUGIN_API",
+    "PLUGIN_RECORDS",
     "SELECTED_KINDS",
     "STAGES",
     "STAGE_ROUTES",
     "STAGE_SLUGS",
     "SUMMARY_COUNTS",
     "WIRE_VERSION",
+    "PluginRecord",
     "SelectedKind",
     "StageRoute",
 ]
@@ -58,6 +63,23 @@ class SelectedKind:
     object_type: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class PluginRecord:
+    """A plugin record kind the backend writes: its REST route (`path`, under `PLUGIN_API`), its fields in
+    the SPEC's order (`fields`), and those of them only the plugin keeps (`plugin_only`: the backend
+    neither reads nor writes them)."""
+
+    name: str
+    path: str
+    fields: tuple[str, ...]
+    plugin_only: tuple[str, ...]
+
+    @property
+    def read_fields(self) -> tuple[str, ...]:
+        """The fields the backend reads and writes: every field but the plugin's own."""
+        return tuple(f for f in self.fields if f not in self.plugin_only)
+
+
 def _load() -> Mapping[str, Any]:
     data: dict[str, Any] = json.loads(Path(__file__).with_name("wire.json").read_text(encoding="utf-8"))
     return MappingProxyType(data)
@@ -75,5 +97,14 @@ SELECTED_KINDS: Mapping[str, SelectedKind] = MappingProxyType(
     {
         item["kind"]: SelectedKind(item["kind"], item["route"], tuple(item["query"]), item["object_type"])
         for item in DATA["selected_objects"]
+    }
+)
+PLUGIN_API: str = str(DATA["plugin_api"])
+PLUGIN_RECORDS: Mapping[str, PluginRecord] = MappingProxyType(
+    {
+        item["name"]: PluginRecord(
+            item["name"], f"{PLUGIN_API}/{item['route']}", tuple(item["fields"]), tuple(item["plugin_only"])
+        )
+        for item in DATA["plugin_records"]
     }
 )

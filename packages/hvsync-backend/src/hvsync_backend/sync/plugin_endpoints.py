@@ -10,8 +10,8 @@ import asyncio
 import re
 
 from hvsync_backend.sync.run import SyncContext
+from hvsync_backend.wire import PLUGIN_API
 
-PLUGIN_API = "plugins/hvsync"
 _INV = re.compile(r"\(inv:(\d+)\)\s*$")
 
 

@@ -20,7 +20,6 @@ from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 from hvsync_backend.sync.reads import clusters, storage_facts
 from hvsync_backend.sync.run import Counts, SyncContext
 from hvsync_backend.sync.stages.plugin_records import (
-    BASE,
     NaturalKind,
     PluginNodeKind,
     PluginStorageKind,
@@ -28,6 +27,7 @@ from hvsync_backend.sync.stages.plugin_records import (
 )
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
 from hvsync_backend.sync.stages.vm_snapshots import iso
+from hvsync_backend.wire import PLUGIN_RECORDS
 from hvsync_backend.wire.keys import child_key, format_key
 from hvsync_backend.wire.numbers import decimal
 
@@ -36,18 +36,8 @@ TASK_LIMIT = 500
 
 class BackupKind(NaturalKind):
     name = "backup"
-    path = f"{BASE}/backups"
-    read_fields = (
-        "storage",
-        "volid",
-        "vmid",
-        "virtual_machine",
-        "ctime",
-        "size",
-        "format",
-        "notes",
-        "protected",
-    )
+    path = PLUGIN_RECORDS["backup"].path
+    read_fields = PLUGIN_RECORDS["backup"].read_fields
 
     def linked_kinds(self) -> tuple[Kind, ...]:
         return (PluginStorageKind(), VirtualMachineKind())
@@ -126,19 +116,8 @@ class BackupKind(NaturalKind):
 
 class TaskKind(NaturalKind):
     name = "task"
-    path = f"{BASE}/task-history"
-    read_fields = (
-        "endpoint",
-        "node",
-        "upid",
-        "task_type",
-        "vmid",
-        "virtual_machine",
-        "user",
-        "status",
-        "starttime",
-        "endtime",
-    )
+    path = PLUGIN_RECORDS["task-history"].path
+    read_fields = PLUGIN_RECORDS["task-history"].read_fields
 
     def linked_kinds(self) -> tuple[Kind, ...]:
         return (PluginNodeKind(), VirtualMachineKind())

@@ -16,13 +16,13 @@ from hvsync_backend.sync.plugin_endpoints import plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
 from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.plugin_records import (
-    BASE,
     NaturalKind,
     PluginNodeKind,
     PluginStorageKind,
     _nested_id,
 )
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
+from hvsync_backend.wire import PLUGIN_RECORDS
 from hvsync_backend.wire.keys import format_key
 from hvsync_backend.wire.numbers import decimal
 
@@ -102,36 +102,11 @@ class JobKind(NaturalKind):
 
 class BackupRoutineKind(JobKind):
     name = "backup-routine"
-    path = f"{BASE}/backup-routines"
+    path = PLUGIN_RECORDS["backup-routine"].path
     id_field = "job_id"
     proxmox_path = "cluster/backup"
     key_shape = "backup_routine"
-    read_fields = (
-        "endpoint",
-        "job_id",
-        "enabled",
-        "schedule",
-        "node",
-        "storage",
-        "selection",
-        "comment",
-        "status",
-        "keep_last",
-        "keep_daily",
-        "keep_weekly",
-        "keep_monthly",
-        "keep_yearly",
-        "keep_all",
-        "notes_template",
-        "bwlimit",
-        "zstd",
-        "io_workers",
-        "fleecing",
-        "fleecing_storage",
-        "repeat_missed",
-        "pbs_change_detection_mode",
-        "raw_config",
-    )
+    read_fields = PLUGIN_RECORDS["backup-routine"].read_fields
 
     def linked_kinds(self) -> tuple[Kind, ...]:
         return (PluginNodeKind(), PluginStorageKind())
@@ -191,28 +166,11 @@ class BackupRoutineKind(JobKind):
 
 class ReplicationKind(JobKind):
     name = "replication"
-    path = f"{BASE}/replications"
+    path = PLUGIN_RECORDS["replication"].path
     id_field = "replication_id"
     proxmox_path = "cluster/replication"
     key_shape = "replication"
-    read_fields = (
-        "endpoint",
-        "replication_id",
-        "virtual_machine",
-        "hv_node",
-        "guest",
-        "target",
-        "job_type",
-        "schedule",
-        "rate",
-        "comment",
-        "disable",
-        "source",
-        "jobnum",
-        "remove_job",
-        "status",
-        "raw_config",
-    )
+    read_fields = PLUGIN_RECORDS["replication"].read_fields
 
     def linked_kinds(self) -> tuple[Kind, ...]:
         return (PluginNodeKind(), VirtualMachineKind())

@@ -14,13 +14,12 @@ from typing import Any
 from hvsync_backend.sync.focused import focus_nodes, ids_with_existing, node_allowed
 from hvsync_backend.sync.framework import Kind, known_ids
 from hvsync_backend.sync.plan import Current, Desired
-from hvsync_backend.sync.plugin_endpoints import PLUGIN_API, plugin_endpoints
+from hvsync_backend.sync.plugin_endpoints import plugin_endpoints
 from hvsync_backend.sync.reads import clusters, storage_facts
 from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
 from hvsync_backend.sync.stages.devices import ClusterKind, DeviceKind, cluster_key, node_key
+from hvsync_backend.wire import PLUGIN_RECORDS
 from hvsync_backend.wire.keys import endpoint_of, format_key
-
-BASE = PLUGIN_API
 
 
 def _nested_id(value: Any) -> int | None:
@@ -57,8 +56,8 @@ class NaturalKind(Kind):
 
 class PluginClusterKind(NaturalKind):
     name = "plugin cluster"
-    path = f"{BASE}/clusters"
-    read_fields = ("endpoint", "name", "cluster")
+    path = PLUGIN_RECORDS["cluster"].path
+    read_fields = PLUGIN_RECORDS["cluster"].read_fields
 
     def linked_kinds(self) -> tuple[Kind, ...]:
         return (ClusterKind(),)
@@ -89,8 +88,8 @@ class PluginClusterKind(NaturalKind):
 
 class PluginNodeKind(NaturalKind):
     name = "plugin node"
-    path = f"{BASE}/nodes"
-    read_fields = ("cluster", "name", "node_id", "online", "device")
+    path = PLUGIN_RECORDS["node"].path
+    read_fields = PLUGIN_RECORDS["node"].read_fields
 
     def linked_kinds(self) -> tuple[Kind, ...]:
         return (PluginClusterKind(), DeviceKind())
@@ -133,20 +132,8 @@ class PluginNodeKind(NaturalKind):
 
 class PluginStorageKind(NaturalKind):
     name = "storage"
-    path = f"{BASE}/storage"
-    read_fields = (
-        "cluster",
-        "name",
-        "storage_type",
-        "content",
-        "shared",
-        "active",
-        "enabled",
-        "total",
-        "used",
-        "avail",
-        "nodes",
-    )
+    path = PLUGIN_RECORDS["storage"].path
+    read_fields = PLUGIN_RECORDS["storage"].read_fields
 
     def linked_kinds(self) -> tuple[Kind, ...]:
         return (PluginClusterKind(), PluginNodeKind())

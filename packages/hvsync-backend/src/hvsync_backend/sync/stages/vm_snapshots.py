@@ -16,9 +16,10 @@ from hvsync_backend.sync.plan import Current, Desired
 from hvsync_backend.sync.proxmox import Guest, HvSource, ProxmoxReader
 from hvsync_backend.sync.run import MANAGED_TAG, SyncContext
 from hvsync_backend.sync.stages.virtual_machines import VirtualMachineKind
+from hvsync_backend.wire import PLUGIN_RECORDS
 from hvsync_backend.wire.keys import child_key, format_key
 
-PATH = "plugins/hvsync/snapshots"
+PATH = PLUGIN_RECORDS["snapshot"].path
 
 
 def iso(epoch: Any) -> str | None:
@@ -49,7 +50,7 @@ async def snapshots(ctx: SyncContext) -> dict[int, dict[int, list[dict[str, Any]
 class SnapshotKind(Kind):
     name = "snapshot"
     path = PATH
-    read_fields = ("virtual_machine", "name", "parent", "snaptime", "vmstate", "description")
+    read_fields = PLUGIN_RECORDS["snapshot"].read_fields
     key_field = False
 
     def linked_kinds(self) -> tuple[Kind, ...]:
