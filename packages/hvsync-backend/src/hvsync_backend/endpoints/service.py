@@ -35,10 +35,6 @@ class InventoryTarget:
     token_version: int
     headers: dict[str, str] = field(repr=False)
 
-    @property
-    def has_credentials(self) -> bool:
-        return "Authorization" in self.headers
-
 
 @dataclass(frozen=True)
 class HvTarget:

@@ -19,7 +19,7 @@ from typing import Any
 from hvsync_backend.inventory.batching import SUMMED_INTO_PARENT
 from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.sync import sidecars
-from hvsync_backend.sync.plan import Current, Desired, Plan, diff_fields, make_plan
+from hvsync_backend.sync.plan import Current, Desired, Plan, make_plan
 from hvsync_backend.sync.run import KEY_FIELD, MANAGED_TAG, MAX_ERRORS, Counts, SyncContext
 from hvsync_backend.wire.keys import SEPARATOR, format_key
 from hvsync_backend.wire.numbers import decimal
@@ -251,10 +251,6 @@ async def write_plan(kind: Kind, ctx: SyncContext, plan: Plan, part: Counts, ids
     for want in plan.create:
         if want.key not in ids:
             ids.pop(want.key, None)
-
-
-def changed(desired: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
-    return bool(diff_fields(desired, current))
 
 
 class Stage:
