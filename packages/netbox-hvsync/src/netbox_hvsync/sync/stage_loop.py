@@ -3,7 +3,8 @@
 The rules decide the calls of each stage (`rules.scope.stage_calls`), the attempts and retries of one
 stream (`rules.stage_runner`), when the loop stops and the job's composed message. This loop runs them on
 the first backend address that answers, records each stage's entry, per-endpoint time and failed objects
-in the sync block, and re-checks the stored key read-only after a 401.
+in the sync block, and re-checks the stored key read-only after a 401 (a successful re-check retries the
+stage in a new failure-selection epoch: `rules.stage_runner.run_stage_rebinding`).
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from netbox_hvsync import wire
 from netbox_hvsync.backend.failover import run_on_candidates
 from netbox_hvsync.backend.resolution import ResolvedBackend, backend_target
 from netbox_hvsync.choices import SYNC_STAGES, SYNC_TYPE_ALL
-from netbox_hvsync.rules.adoption import recheck_stored_key
+from netbox_hvsync.rules.adoption import AdoptionOutcome, recheck_stored_key
 from netbox_hvsync.rules.failures import APPLICATION
 from netbox_hvsync.rules.preflight import append_hint
 from netbox_hvsync.rules.scope import StageCall, StageRecord, SyncModes, stage_calls, staged_job_failure
-from netbox_hvsync.rules.stage_runner import StageRun, run_stage
+from netbox_hvsync.rules.stage_runner import StageRun, run_stage_rebinding
 from netbox_hvsync.rules.transport import BackendContext
 from netbox_hvsync.rules.urls import CanonicalTarget
 from netbox_hvsync.sync.state import RunState, StepTimer
@@ -89,8 +90,6 @@ class StageLoop(RunState):
                 self.logger.error("stage %s failed: %s", stage, run.message)
                 if run.advisory:
                     self.logger.warning("stage %s: %s", stage, run.advisory)
-                if run.recheck_key:
-                    self._recheck_key(resolved, entry)
                 if run.failure_payload and run.failure_payload.get("failure_kind") != APPLICATION:
                     skipped_stages = stages[index:]
                     if skipped_stages:
@@ -147,9 +146,10 @@ class StageLoop(RunState):
 
         def run_one(ctx: BackendContext) -> StageRun:
             url = ctx.url(STAGE_ROUTES[stage])
-            return run_stage(
+            return run_stage_rebinding(
                 stage,
                 lambda: transport.open_stream(url, headers=ctx.auth_headers(), params=dict(params)),
+                recheck=lambda: self._recheck_key(resolved, ctx),
                 known_secrets=self.secrets,
                 on_step=on_step,
             )
@@ -167,6 +167,10 @@ class StageLoop(RunState):
             slot = runtime.setdefault(str(pk), {"backend_id": backend_id, "stages_ms": {}})
             slot["stages_ms"][stage] = measured.get(backend_id, elapsed)
         entry = self._stage_entry(run, elapsed)
+        if run.key_recheck is not None:
+            entry["key_recheck"] = run.key_recheck
+        if run.rebinds:
+            entry["key_rebinds"] = run.rebinds
         if tried:
             entry["candidates"] = tried
         if run.ok:
@@ -204,15 +208,15 @@ class StageLoop(RunState):
             payload["advisory"] = run.advisory
         return payload
 
-    def _recheck_key(self, resolved: ResolvedBackend, entry: dict[str, Any]) -> None:
+    def _recheck_key(self, resolved: ResolvedBackend, ctx: BackendContext) -> AdoptionOutcome:
         """SPEC 5.2.10: after a 401 the stored key is re-checked read-only; nothing is substituted."""
         target: CanonicalTarget = backend_target(resolved.row)
-        outcome = recheck_stored_key(resolved.transport, target, resolved.context.api_key)
-        entry["key_recheck"] = {"ok": outcome.ok, "status": outcome.status, "error": outcome.error}
+        outcome = recheck_stored_key(resolved.transport, target, ctx.api_key)
         if outcome.ok:
             self.logger.warning("the backend accepts the stored key again on a read-only re-check")
         else:
             self.logger.error("read-only re-check of the stored backend key failed: %s", outcome.error)
+        return outcome
 
 
 def failed_objects(problems: object) -> list[dict[str, Any]]:
