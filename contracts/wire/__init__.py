@@ -65,14 +65,19 @@ class SelectedKind:
 
 @dataclass(frozen=True, slots=True)
 class PluginRecord:
-    """A plugin record kind the backend writes: its REST route (`path`, under `PLUGIN_API`), its fields in
-    the SPEC's order (`fields`), and those of them only the plugin keeps (`plugin_only`: the backend
-    neither reads nor writes them)."""
+    """A plugin record kind the backend writes: its REST route (`route` in the plugin's API, `path` from
+    NetBox's API root), its fields in the SPEC's order (`fields`), and those of them only the plugin keeps
+    (`plugin_only`: the backend neither reads nor writes them)."""
 
     name: str
-    path: str
+    route: str
     fields: tuple[str, ...]
     plugin_only: tuple[str, ...]
+
+    @property
+    def path(self) -> str:
+        """The route from NetBox's API root (`plugins/hvsync/<route>`), as the backend calls it."""
+        return f"{PLUGIN_API}/{self.route}"
 
     @property
     def read_fields(self) -> tuple[str, ...]:
@@ -103,7 +108,7 @@ PLUGIN_API: str = str(DATA["plugin_api"])
 PLUGIN_RECORDS: Mapping[str, PluginRecord] = MappingProxyType(
     {
         item["name"]: PluginRecord(
-            item["name"], f"{PLUGIN_API}/{item['route']}", tuple(item["fields"]), tuple(item["plugin_only"])
+            item["name"], item["route"], tuple(item["fields"]), tuple(item["plugin_only"])
         )
         for item in DATA["plugin_records"]
     }

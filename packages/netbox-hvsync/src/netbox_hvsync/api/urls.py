@@ -3,6 +3,8 @@
 from django.urls import path
 from netbox.api.routers import NetBoxRouter
 
+from netbox_hvsync.wire import PLUGIN_RECORDS
+
 from . import change_sets, rows, sync_views, views
 
 app_name = "netbox_hvsync-api"
@@ -12,14 +14,14 @@ router.APIRootView = views.HvsyncRootView
 router.register("backend-endpoints", views.BackendEndpointViewSet)
 router.register("inventory-endpoints", views.InventoryEndpointViewSet)
 router.register("hv-endpoints", views.HvEndpointViewSet)
-router.register("clusters", views.HvClusterViewSet)
-router.register("nodes", views.HvNodeViewSet)
-router.register("storage", views.HvStorageViewSet)
-router.register("backups", views.HvBackupViewSet)
-router.register("snapshots", views.HvSnapshotViewSet)
-router.register("task-history", views.HvTaskHistoryViewSet)
-router.register("backup-routines", views.BackupRoutineViewSet)
-router.register("replications", views.ReplicationViewSet)
+router.register(PLUGIN_RECORDS["cluster"].route, views.HvClusterViewSet)
+router.register(PLUGIN_RECORDS["node"].route, views.HvNodeViewSet)
+router.register(PLUGIN_RECORDS["storage"].route, views.HvStorageViewSet)
+router.register(PLUGIN_RECORDS["backup"].route, views.HvBackupViewSet)
+router.register(PLUGIN_RECORDS["snapshot"].route, views.HvSnapshotViewSet)
+router.register(PLUGIN_RECORDS["task-history"].route, views.HvTaskHistoryViewSet)
+router.register(PLUGIN_RECORDS["backup-routine"].route, views.BackupRoutineViewSet)
+router.register(PLUGIN_RECORDS["replication"].route, views.ReplicationViewSet)
 router.register("deletion-requests", views.DeletionRequestViewSet)
 router.register("apply-jobs", views.ApplyJobViewSet)
 router.register("sync-jobs", views.SyncJobViewSet, basename="syncjob")

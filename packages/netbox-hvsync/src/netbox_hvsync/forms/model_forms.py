@@ -14,6 +14,7 @@ from virtualization.models import Cluster, VirtualMachine
 
 from netbox_hvsync import models
 from netbox_hvsync.choices import AccessMethodChoices
+from netbox_hvsync.wire import PLUGIN_RECORDS
 
 from .fields import optional_field, secret_field
 from .mixins import SecretsFormMixin
@@ -141,7 +142,7 @@ class HvClusterForm(NetBoxModelForm):
 
     class Meta:
         model = models.HvCluster
-        fields = ("endpoint", "name", "cluster", "tags")
+        fields = (*PLUGIN_RECORDS["cluster"].fields, "tags")
 
 
 class HvNodeForm(NetBoxModelForm):
@@ -150,7 +151,7 @@ class HvNodeForm(NetBoxModelForm):
 
     class Meta:
         model = models.HvNode
-        fields = ("cluster", "name", "node_id", "online", "device", "tags")
+        fields = (*PLUGIN_RECORDS["node"].fields, "tags")
 
 
 class HvStorageForm(NetBoxModelForm):
@@ -161,20 +162,7 @@ class HvStorageForm(NetBoxModelForm):
 
     class Meta:
         model = models.HvStorage
-        fields = (
-            "cluster",
-            "name",
-            "storage_type",
-            "content",
-            "shared",
-            "active",
-            "enabled",
-            "total",
-            "used",
-            "avail",
-            "nodes",
-            "tags",
-        )
+        fields = (*PLUGIN_RECORDS["storage"].fields, "tags")
 
 
 class HvBackupForm(NetBoxModelForm):
@@ -183,19 +171,7 @@ class HvBackupForm(NetBoxModelForm):
 
     class Meta:
         model = models.HvBackup
-        fields = (
-            "storage",
-            "volid",
-            "vmid",
-            "virtual_machine",
-            "ctime",
-            "size",
-            "format",
-            "notes",
-            "protected",
-            "verification_state",
-            "tags",
-        )
+        fields = (*PLUGIN_RECORDS["backup"].fields, "tags")
 
 
 class HvSnapshotForm(NetBoxModelForm):
@@ -203,7 +179,7 @@ class HvSnapshotForm(NetBoxModelForm):
 
     class Meta:
         model = models.HvSnapshot
-        fields = ("virtual_machine", "name", "parent", "snaptime", "vmstate", "description", "tags")
+        fields = (*PLUGIN_RECORDS["snapshot"].fields, "tags")
 
 
 class HvTaskHistoryForm(NetBoxModelForm):
@@ -213,19 +189,7 @@ class HvTaskHistoryForm(NetBoxModelForm):
 
     class Meta:
         model = models.HvTaskHistory
-        fields = (
-            "endpoint",
-            "node",
-            "upid",
-            "task_type",
-            "vmid",
-            "virtual_machine",
-            "user",
-            "status",
-            "starttime",
-            "endtime",
-            "tags",
-        )
+        fields = (*PLUGIN_RECORDS["task-history"].fields, "tags")
 
 
 class BackupRoutineForm(NetBoxModelForm):

@@ -16,6 +16,7 @@ from netbox.graphql.scalars import BigInt
 from netbox.graphql.types import NetBoxObjectType, ObjectType
 
 from netbox_hvsync import models
+from netbox_hvsync.wire import PLUGIN_RECORDS
 
 from .filters import (
     ApplyJobFilter,
@@ -185,7 +186,7 @@ class HvEndpointType(NetBoxObjectType):
 
 @strawberry_django.type(
     models.HvCluster,
-    fields=[*CHANGE_FIELDS, "endpoint", "name", "cluster"],
+    fields=[*CHANGE_FIELDS, *PLUGIN_RECORDS["cluster"].fields],
     filters=HvClusterFilter,
     pagination=True,
 )
@@ -196,7 +197,7 @@ class HvClusterType(NetBoxObjectType):
 
 @strawberry_django.type(
     models.HvNode,
-    fields=[*CHANGE_FIELDS, "cluster", "name", "node_id", "online", "device"],
+    fields=[*CHANGE_FIELDS, *PLUGIN_RECORDS["node"].fields],
     filters=HvNodeFilter,
     pagination=True,
 )
@@ -245,7 +246,7 @@ class HvBackupType(NetBoxObjectType):
 
 @strawberry_django.type(
     models.HvSnapshot,
-    fields=[*CHANGE_FIELDS, "virtual_machine", "name", "parent", "snaptime", "vmstate", "description"],
+    fields=[*CHANGE_FIELDS, *PLUGIN_RECORDS["snapshot"].fields],
     filters=HvSnapshotFilter,
     pagination=True,
 )
@@ -255,19 +256,7 @@ class HvSnapshotType(NetBoxObjectType):
 
 @strawberry_django.type(
     models.HvTaskHistory,
-    fields=[
-        *CHANGE_FIELDS,
-        "endpoint",
-        "node",
-        "upid",
-        "task_type",
-        "vmid",
-        "virtual_machine",
-        "user",
-        "status",
-        "starttime",
-        "endtime",
-    ],
+    fields=[*CHANGE_FIELDS, *PLUGIN_RECORDS["task-history"].fields],
     filters=HvTaskHistoryFilter,
     pagination=True,
 )

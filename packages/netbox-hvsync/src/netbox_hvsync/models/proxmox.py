@@ -19,6 +19,7 @@ from netbox_hvsync.choices import (
     ReplicationJobTypeChoices,
     SyncedStatusChoices,
 )
+from netbox_hvsync.wire import PLUGIN_RECORDS
 
 __all__ = (
     "BackupRoutine",
@@ -213,34 +214,8 @@ class BackupRoutine(NetBoxModel):
     """A scheduled backup job (vzdump) of the cluster, every field of SPEC 2.4."""
 
     #: SPEC 2.4's fields in its order (besides id/url/display and NetBox's tags, custom fields and
-    #: timestamps); the serializer, detail page, table and form all list exactly these.
-    spec_fields: ClassVar[tuple[str, ...]] = (
-        "endpoint",
-        "job_id",
-        "enabled",
-        "schedule",
-        "next_run",
-        "node",
-        "storage",
-        "selection",
-        "comment",
-        "status",
-        "keep_last",
-        "keep_daily",
-        "keep_weekly",
-        "keep_monthly",
-        "keep_yearly",
-        "keep_all",
-        "notes_template",
-        "bwlimit",
-        "zstd",
-        "io_workers",
-        "fleecing",
-        "fleecing_storage",
-        "repeat_missed",
-        "pbs_change_detection_mode",
-        "raw_config",
-    )
+    #: timestamps), wire data the backend reads too; the serializer, detail page and table list these.
+    spec_fields: ClassVar[tuple[str, ...]] = PLUGIN_RECORDS["backup-routine"].fields
 
     endpoint = models.ForeignKey(
         "netbox_hvsync.HvEndpoint", on_delete=models.CASCADE, related_name="backup_routines"
@@ -315,25 +290,8 @@ class Replication(NetBoxModel):
     """A storage replication job of one VM between nodes (SPEC 2.4)."""
 
     #: SPEC 2.4's fields in its order (besides id/url/display and NetBox's tags, custom fields and
-    #: timestamps); the serializer, detail page, table and form all list exactly these.
-    spec_fields: ClassVar[tuple[str, ...]] = (
-        "endpoint",
-        "replication_id",
-        "virtual_machine",
-        "hv_node",
-        "guest",
-        "target",
-        "job_type",
-        "schedule",
-        "rate",
-        "comment",
-        "disable",
-        "source",
-        "jobnum",
-        "remove_job",
-        "status",
-        "raw_config",
-    )
+    #: timestamps), wire data the backend reads too; the serializer, detail page, table and form list these.
+    spec_fields: ClassVar[tuple[str, ...]] = PLUGIN_RECORDS["replication"].fields
 
     endpoint = models.ForeignKey(
         "netbox_hvsync.HvEndpoint",

@@ -9,7 +9,15 @@ from django.db import DataError, transaction
 from netbox.api.serializers import NetBoxModelSerializer, ValidatedModelSerializer, WritableNestedSerializer
 from rest_framework import serializers
 
+from netbox_hvsync.wire import PLUGIN_RECORDS
+
 NETBOX_FEATURE_FIELDS = ("tags", "custom_fields", "created", "last_updated")
+
+
+def record_fields(name: str) -> tuple[str, ...]:
+    """A plugin record's serializer fields: NetBox's identity fields, the record's own fields as the wire
+    data lists them (the backend reads the same list), then NetBox's feature fields."""
+    return ("id", "url", "display_url", "display", *PLUGIN_RECORDS[name].fields, *NETBOX_FEATURE_FIELDS)
 
 
 def secret_field(label: str) -> serializers.CharField:

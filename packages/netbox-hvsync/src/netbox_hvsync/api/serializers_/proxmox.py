@@ -19,7 +19,7 @@ from netbox_hvsync.choices import (
     SyncedStatusChoices,
 )
 
-from .base import NETBOX_FEATURE_FIELDS, HvsyncModelSerializer
+from .base import NETBOX_FEATURE_FIELDS, HvsyncModelSerializer, record_fields
 from .endpoints import HvEndpointSerializer
 
 
@@ -29,16 +29,7 @@ class HvClusterSerializer(HvsyncModelSerializer):
 
     class Meta:
         model = models.HvCluster
-        fields = (
-            "id",
-            "url",
-            "display_url",
-            "display",
-            "endpoint",
-            "name",
-            "cluster",
-            *NETBOX_FEATURE_FIELDS,
-        )
+        fields = record_fields("cluster")
         brief_fields = ("id", "url", "display", "name")
 
 
@@ -48,18 +39,7 @@ class HvNodeSerializer(HvsyncModelSerializer):
 
     class Meta:
         model = models.HvNode
-        fields = (
-            "id",
-            "url",
-            "display_url",
-            "display",
-            "cluster",
-            "name",
-            "node_id",
-            "online",
-            "device",
-            *NETBOX_FEATURE_FIELDS,
-        )
+        fields = record_fields("node")
         brief_fields = ("id", "url", "display", "name", "node_id", "online")
 
 
@@ -70,24 +50,7 @@ class HvStorageSerializer(HvsyncModelSerializer):
 
     class Meta:
         model = models.HvStorage
-        fields = (
-            "id",
-            "url",
-            "display_url",
-            "display",
-            "cluster",
-            "name",
-            "storage_type",
-            "content",
-            "shared",
-            "active",
-            "enabled",
-            "total",
-            "used",
-            "avail",
-            "nodes",
-            *NETBOX_FEATURE_FIELDS,
-        )
+        fields = record_fields("storage")
         brief_fields = ("id", "url", "display", "cluster", "name")
 
     def to_representation(self, instance: models.HvStorage) -> dict[str, Any]:
@@ -119,23 +82,7 @@ class HvBackupSerializer(HvsyncModelSerializer):
 
     class Meta:
         model = models.HvBackup
-        fields = (
-            "id",
-            "url",
-            "display_url",
-            "display",
-            "storage",
-            "volid",
-            "vmid",
-            "virtual_machine",
-            "ctime",
-            "size",
-            "format",
-            "notes",
-            "protected",
-            "verification_state",
-            *NETBOX_FEATURE_FIELDS,
-        )
+        fields = record_fields("backup")
         brief_fields = ("id", "url", "display", "volid", "vmid")
 
 
@@ -144,19 +91,7 @@ class HvSnapshotSerializer(HvsyncModelSerializer):
 
     class Meta:
         model = models.HvSnapshot
-        fields = (
-            "id",
-            "url",
-            "display_url",
-            "display",
-            "virtual_machine",
-            "name",
-            "parent",
-            "snaptime",
-            "vmstate",
-            "description",
-            *NETBOX_FEATURE_FIELDS,
-        )
+        fields = record_fields("snapshot")
         brief_fields = ("id", "url", "display", "name")
 
 
@@ -167,23 +102,7 @@ class HvTaskHistorySerializer(HvsyncModelSerializer):
 
     class Meta:
         model = models.HvTaskHistory
-        fields = (
-            "id",
-            "url",
-            "display_url",
-            "display",
-            "endpoint",
-            "node",
-            "upid",
-            "task_type",
-            "vmid",
-            "virtual_machine",
-            "user",
-            "status",
-            "starttime",
-            "endtime",
-            *NETBOX_FEATURE_FIELDS,
-        )
+        fields = record_fields("task-history")
         brief_fields = ("id", "url", "display", "upid")
 
 
