@@ -1,12 +1,18 @@
-"""SSE wire encoding of the frames described in contracts/sse-frames.schema.json."""
+"""SSE wire encoding of the frames described in contracts/sse-frames.schema.json, and their decoding.
+
+Decoding splits lines and parses events with `wire.sse` (`split_lines`, `iter_events`): the one SSE reader
+of both products, the plugin's stage consumer and this package's terminal runner alike.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from hvsync_backend.wire import SUMMARY_COUNTS
+from hvsync_backend.wire.sse import iter_events, split_lines
 
 
 @dataclass(frozen=True)
@@ -32,22 +38,15 @@ def encode_comment(text: str = "keep-alive") -> str:
     return f": {text}\n\n"
 
 
+def decode_frames(lines: Iterable[str | bytes]) -> Iterator[Frame]:
+    """The frames of SSE lines (comments skipped); raises ValueError for an event whose data is not JSON."""
+    for event in iter_events(lines):
+        yield Frame(event.event, event.id or "", json.loads(event.data))
+
+
 def parse_stream(text: str) -> list[Frame]:
-    """Decode an SSE body (used by tests and the CLI); comments are skipped."""
-    frames: list[Frame] = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        fields: dict[str, str] = {}
-        for line in block.split("\n"):
-            if not line or line.startswith(":"):
-                continue
-            name, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            fields[name] = fields[name] + "\n" + value if name in fields else value
-        if "data" in fields:
-            frames.append(
-                Frame(fields.get("event", "message"), fields.get("id", ""), json.loads(fields["data"]))
-            )
-    return frames
+    """Decode a whole SSE body (tests and the e2e harness read complete bodies) with the same reader."""
+    return list(decode_frames(split_lines([text])))
 
 
 def failed_complete(

@@ -7,16 +7,15 @@ replays what was missed, or sends `restart` and a fresh run. Errors name the URL
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
-from hvsync_backend.sse.frames import Frame
+from hvsync_backend.sse.frames import Frame, decode_frames
 from hvsync_backend.terminal.config import RunnerConfig
 from hvsync_backend.wire import API_KEY_HEADER
-from hvsync_backend.wire.sse import iter_events
+from hvsync_backend.wire.sse import split_lines
 
 CONNECT_TIMEOUT = 10.0
 RECONNECTS = 3
@@ -57,12 +56,10 @@ def _detail(response: httpx.Response) -> str:
 
 def _frames(lines: Iterator[str]) -> Iterator[Frame]:
     """The stream's events as frames; an event whose data is not JSON breaks the stream."""
-    for event in iter_events(lines):
-        try:
-            data = json.loads(event.data)
-        except ValueError:
-            raise StreamBroken("the backend sent a frame that is not JSON") from None
-        yield Frame(event.event, event.id or "", data)
+    try:
+        yield from decode_frames(lines)
+    except ValueError:
+        raise StreamBroken("the backend sent a frame that is not JSON") from None
 
 
 class BackendClient:
@@ -122,7 +119,7 @@ class BackendClient:
                         response.read()
                         self._check(response)
                         raise BackendUnavailable(f"backend answered {response.status_code} for {route}")
-                    for frame in _frames(response.iter_lines()):
+                    for frame in _frames(split_lines(response.iter_bytes())):
                         if frame.id and frame.id != "0":
                             last_id = frame.id
                         yield frame

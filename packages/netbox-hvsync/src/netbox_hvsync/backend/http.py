@@ -14,6 +14,7 @@ from typing import Any
 import requests
 import urllib3
 from netbox_hvsync.rules.transport import TransportError
+from netbox_hvsync.wire.sse import split_lines
 
 #: Ceiling for reading the next chunk of a stage stream; the backend sends keep-alive comments every 15 s.
 STREAM_READ_TIMEOUT = 120.0
@@ -63,9 +64,11 @@ class StreamingResponse:
             self.broken = _reason(exc)
             return ""
 
-    def iter_lines(self) -> Iterator[bytes]:
+    def iter_lines(self) -> Iterator[str]:
+        """SSE lines as the SSE rules split them (`wire.sse.split_lines`, shared with the backend's terminal
+        runner): CRLF, LF or CR, also when a CRLF or a UTF-8 character is split across chunks."""
         try:
-            yield from self._response.iter_lines(chunk_size=8192)
+            yield from split_lines(self._response.iter_content(chunk_size=8192))
         except requests.RequestException as exc:
             self.broken = _reason(exc)
             raise TransportError(f"reading the stream: {self.broken}", kind=_kind(exc)) from None
