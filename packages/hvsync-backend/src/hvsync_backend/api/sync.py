@@ -203,7 +203,9 @@ def _stream(
     return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
-def _add_stage_route(stage: Stage) -> None:
+def _add_stream_route(route: str, stages: list[Stage], name: str, route_name: str, doc: str) -> None:
+    """A GET route streaming a run of `stages` (one stage, or the full update) named `name`."""
+
     async def stream(
         request: Request,
         context: Ctx,
@@ -212,34 +214,34 @@ def _add_stage_route(stage: Stage) -> None:
         run_id: RunId = None,
         last_event_id: LastEventId = None,
     ) -> StreamingResponse:
-        return _stream(request, context, [stage], stage.slug, options, last_event_id, job, run_id)
+        return _stream(request, context, stages, name, options, last_event_id, job, run_id)
 
-    stream.__doc__ = f"Stage `{stage.slug}` ({stage.title}) as a server-sent-event stream."
+    stream.__doc__ = doc
     router.add_api_route(
-        stage.route,
+        route,
         stream,
         methods=["GET"],
-        name=f"stage_{stage.slug}",
+        name=route_name,
         response_class=StreamingResponse,
         responses=STREAM_RESPONSES,
     )
 
 
 for _stage in STAGES:
-    _add_stage_route(_stage)
-
-
-@router.get(FULL_UPDATE_ROUTE, response_class=StreamingResponse, responses=STREAM_RESPONSES)
-async def full_update(
-    request: Request,
-    context: Ctx,
-    options: Scope,
-    job: Job = None,
-    run_id: RunId = None,
-    last_event_id: LastEventId = None,
-) -> StreamingResponse:
-    """Every stage in pipeline order as one stream; `complete.stages` holds each stage's summary."""
-    return _stream(request, context, STAGES, "full-update", options, last_event_id, job, run_id)
+    _add_stream_route(
+        _stage.route,
+        [_stage],
+        _stage.slug,
+        f"stage_{_stage.slug}",
+        f"Stage `{_stage.slug}` ({_stage.title}) as a server-sent-event stream.",
+    )
+_add_stream_route(
+    FULL_UPDATE_ROUTE,
+    STAGES,
+    "full-update",
+    "full_update",
+    "Every stage in pipeline order as one stream; `complete.stages` holds each stage's summary.",
+)
 
 
 def _selector(description: str, max_length: int, example: str) -> Any:

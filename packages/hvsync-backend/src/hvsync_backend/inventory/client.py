@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from typing import Any
-
-import httpx
 
 from hvsync_backend.inventory.batching import BatchSizer, batch_end, grouped_order, parent_keys
 from hvsync_backend.inventory.errors import NetBoxError
-from hvsync_backend.inventory.list_cache import ListCache
 from hvsync_backend.inventory.reads import NetBoxReads
 from hvsync_backend.inventory.releases import INTERFACE_LISTS, write_primary_macs
 from hvsync_backend.inventory.transport import NetBoxConfig, WriteStats
@@ -33,26 +31,29 @@ __all__ = ["NetBoxClient", "NetBoxConfig", "WriteStats"]
 class NetBoxClient(NetBoxReads):
     """One keep-alive connection pool per sync run; use as an async context manager."""
 
-    def __init__(
-        self,
-        config: NetBoxConfig,
-        transport: httpx.AsyncBaseTransport | None = None,
-        lists: ListCache | None = None,
-    ) -> None:
-        super().__init__(config, transport, lists)
-        target = max(1.0, config.timeout / 4)
-        self.rest = RestWrites(self, BatchSizer(max(1, config.write_chunk), REST_CHUNK_CEILING, target))
-        self.change_sets = ChangeSetWrites(
-            self, BatchSizer(max(1, config.apply_chunk), change_sets.MAX_OPERATIONS, target)
-        )
+    @cached_property
+    def rest_writes(self) -> RestWrites:
+        """REST list writes, batches sized from `write_chunk` up to `REST_CHUNK_CEILING`."""
+        return RestWrites(self, BatchSizer(max(1, self.config.write_chunk), REST_CHUNK_CEILING, self._target))
+
+    @cached_property
+    def change_set_writes(self) -> ChangeSetWrites:
+        """Change sets on the apply path, sized from `apply_chunk` up to the format's largest set."""
+        sizer = BatchSizer(max(1, self.config.apply_chunk), change_sets.MAX_OPERATIONS, self._target)
+        return ChangeSetWrites(self, sizer)
+
+    @property
+    def _target(self) -> float:
+        """Seconds a batch should take NetBox to answer (a quarter of the timeout, at least one)."""
+        return max(1.0, self.config.timeout / 4)
 
     @property
     def rest_sizer(self) -> BatchSizer:
-        return self.rest.sizer
+        return self.rest_writes.sizer
 
     @property
     def apply_sizer(self) -> BatchSizer:
-        return self.change_sets.sizer
+        return self.change_set_writes.sizer
 
     async def __aenter__(self) -> NetBoxClient:
         return self
@@ -63,7 +64,7 @@ class NetBoxClient(NetBoxReads):
     async def strategy_for(self, path: str) -> WriteStrategy:
         """Change sets for a path the plugin's apply path takes, else REST list writes."""
         offer = await self.apply_offer()
-        return self.change_sets if offer is not None and path in offer.paths else self.rest
+        return self.change_set_writes if offer is not None and path in offer.paths else self.rest_writes
 
     async def bulk_create(
         self, path: str, items: Sequence[dict[str, Any]]
