@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from hvsync_backend.inventory import tokens
 from hvsync_backend.inventory.apply_path import ApplyOffer
 from hvsync_backend.inventory.errors import (
     NetBoxAuthError,
@@ -26,7 +27,6 @@ from hvsync_backend.inventory.errors import (
 )
 from hvsync_backend.inventory.list_cache import ListCache
 from hvsync_backend.inventory.releases import NetBoxRelease
-from hvsync_backend.inventory.tokens import auth_header
 from hvsync_backend.metrics import RequestObserver, observed
 from hvsync_backend.wire import change_sets
 
@@ -66,8 +66,10 @@ class NetBoxConfig:
     #: Told about every request the client sends (the backend's metrics); None: nobody.
     observer: RequestObserver | None = field(default=None, repr=False, compare=False)
 
-    #: The `Authorization` value of a token (`tokens.auth_header`, the one builder the registry uses too).
-    auth_header_for = staticmethod(auth_header)
+    @staticmethod
+    def auth_header_for(token_version: int, token: str, token_key: str | None = None) -> str:
+        """The `Authorization` value of a token: `tokens.auth_header`, the builder the registry uses too."""
+        return tokens.auth_header(token_version, token, token_key)
 
     def secrets(self) -> tuple[str, ...]:
         """Strings that must never leave the process (used to sweep error text)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -23,7 +24,6 @@ from hvsync_backend.sync.framework import Stage
 from hvsync_backend.sync.leases import LeaseHeld, Leases, RunCancelled, holding
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.proxmox import HvSource
-from hvsync_backend.sync.run import Emit
 from hvsync_backend.sync.runner import execute, run_netbox
 
 __all__ = ["cancel_job", "individual_run", "individual_status", "lease_pairs", "leases", "stream_run"]
@@ -53,7 +53,7 @@ async def stream_run(
     *,
     job: str,
     run_id: str,
-    send: Emit,
+    send: Callable[[str, dict[str, Any]], Awaitable[object]],
 ) -> None:
     """One stream's run, its frames sent with `send`; the `complete` carries `run_id`. A run that cannot
     start (unknown endpoint, no NetBox, a lease held, cancelled) still ends with a failed `complete`.
