@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 import pytest
-from conftest import token_client
+from support import token_client
 
 ROUTE = "/api/plugins/hvsync/change-sets/"
 RECORDED: list[list[dict[str, Any]]] = []

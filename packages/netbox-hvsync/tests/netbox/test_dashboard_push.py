@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import requests
-from conftest import CANDIDATE
+from support import CANDIDATE
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import guest_records, token_client
+from support import guest_records, token_client
 
 pytestmark = pytest.mark.django_db
 

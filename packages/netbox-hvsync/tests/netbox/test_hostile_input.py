@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import API
+from support import API
 
 pytestmark = pytest.mark.django_db
 
@@ -118,10 +118,10 @@ def test_sync_job_with_undecryptable_credentials_fails_by_name_with_its_sync_blo
 def test_cancelling_a_sync_job_asks_its_backend_to_stop_the_runs(api, backend):
     """Cancelling the NetBox job used to leave the backend run writing; the view now calls
     POST /sync/cancel with the job's run id (the backend side is tested in test_leases.py)."""
-    from conftest import CANDIDATE
     from core.models import Job
     from netbox_hvsync.jobs import enqueue_sync
     from netbox_hvsync.models import BackendEndpoint
+    from support import CANDIDATE
 
     BackendEndpoint.objects.create(name="b", url=backend, token=CANDIDATE)  # adopted (bootstraps it)
     assert BackendEndpoint.objects.get(name="b").key_state == "adopted"

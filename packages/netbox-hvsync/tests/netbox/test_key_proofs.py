@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
-from conftest import CANDIDATE
+from support import CANDIDATE
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 import requests
-from conftest import API, CANDIDATE, free_port
+from support import API, CANDIDATE, free_port
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ job row carries the same message as the raised error, and job data is persisted 
 from __future__ import annotations
 
 import pytest
-from conftest import CANDIDATE
+from support import CANDIDATE
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import CANDIDATE, user_with
+from support import CANDIDATE, user_with
 
 pytestmark = pytest.mark.django_db
 

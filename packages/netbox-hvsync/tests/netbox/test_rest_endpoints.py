@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import API
 from django.db import connection
+from support import API
 
 pytestmark = pytest.mark.django_db
 

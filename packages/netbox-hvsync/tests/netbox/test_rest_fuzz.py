@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 import schemathesis
-from conftest import API
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 from schemathesis.checks import not_a_server_error
 from schemathesis.config import SchemathesisConfig
+from support import API
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import API
+from support import API
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +84,7 @@ def test_writes_are_405(api, records, resource, method):
 
 
 def test_user_without_view_permission_sees_nothing(records):
-    from conftest import token_client
+    from support import token_client
     from users.models import User
 
     client = token_client(User.objects.create_user(username="outsider"))

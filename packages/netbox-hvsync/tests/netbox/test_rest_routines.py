@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import API
+from support import API
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import guest_records, token_client
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from support import guest_records, token_client
 
 ROWS = "/api/plugins/hvsync/rows/"
 DISCOVERY = "/api/plugins/hvsync/change-sets/"

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from backend_fakes import BACKEND_ID, FakeBackend, FakeResponse
-from conftest import API
+from support import API
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ import itertools
 import uuid
 
 import pytest
-from conftest import API
+from support import API
 
 pytestmark = pytest.mark.django_db
 

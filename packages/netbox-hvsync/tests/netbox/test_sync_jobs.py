@@ -6,8 +6,8 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from conftest import API, token_client
 from django.utils import timezone
+from support import API, token_client
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import user_with
-from test_sync_run_view import finished_block, make_job, run_url
+from support import user_with
+from sync_runs import finished_block, make_job, run_url
 
 pytestmark = pytest.mark.django_db
 

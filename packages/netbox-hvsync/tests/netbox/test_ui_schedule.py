@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from conftest import user_with
 from django.utils import timezone
+from support import user_with
 
 pytestmark = pytest.mark.django_db
 
