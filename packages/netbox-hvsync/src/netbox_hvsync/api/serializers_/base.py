@@ -92,5 +92,6 @@ __all__ = [
     "HvsyncSidecarSerializer",
     "SecretFieldsMixin",
     "StorableRelatedLookups",
+    "record_fields",
     "secret_field",
 ]
