@@ -32,13 +32,16 @@ def module_names(package: str, skip: Iterable[str] = ()) -> list[str]:
 
 
 def missing_public_names(package: str, skip: Iterable[str] = ()) -> list[str]:
-    """`module.name` for each name in a module's `__all__` that the module does not have."""
+    """`module.name` for each name in a module's `__all__` that the module does not have (and each name
+    an `__all__` lists twice)."""
     missing: list[str] = []
     for name in module_names(package, skip):
         module = importlib.import_module(name)
-        for public in getattr(module, "__all__", ()):
-            if not hasattr(module, public):
-                missing.append(f"{name}.{public}")
+        exported = list(getattr(module, "__all__", ()))
+        missing += [f"{name}.{public}" for public in exported if not hasattr(module, public)]
+        missing += [
+            f"{name}.__all__ repeats {public}" for public in set(exported) if exported.count(public) > 1
+        ]
     return missing
 
 
@@ -49,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     missing = missing_public_names(ns.package, ns.skip)
     for name in missing:
-        print(f"{name}: named in __all__, not defined")
+        print(f"{name}: named in __all__, not defined" if " repeats " not in name else name)
     return 1 if missing else 0
 
 
