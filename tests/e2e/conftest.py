@@ -28,7 +28,14 @@ sys.path.insert(0, str(REPO / "packages" / "hvsync-backend" / "tests" / "sync"))
 from frames_contract import assert_valid_frame  # noqa: E402
 from hvsync_backend.app import create_app  # noqa: E402
 from hvsync_backend.config import Settings  # noqa: E402
-from hvsync_backend.sse.frames import parse_stream  # noqa: E402
+from hvsync_backend.sse.frames import Frame, decode_frames  # noqa: E402
+from hvsync_backend.wire.sse import split_lines  # noqa: E402
+
+
+def parse_stream(text: str) -> list[Frame]:
+    """A whole SSE body read at once, decoded by the terminal runner's reader."""
+    return list(decode_frames(split_lines([text])))
+
 
 INSTANCE = os.environ.get("HVSYNC_E2E_NETBOX", "e2e-sync")
 PORT = int(os.environ.get("HVSYNC_E2E_NETBOX_PORT", "8791"))

@@ -39,6 +39,22 @@ BIN = REPO / ".venv" / "bin"
 INSTANCE = os.environ.get("HVSYNC_ORCH_INSTANCE", "orch")
 PORT = os.environ.get("HVSYNC_ORCH_PORT", "")
 PLUGIN_API = "plugins/hvsync/"
+#: the 13 stages of a full sync, in pipeline order, as a job records them
+STAGES = [
+    "devices",
+    "storage",
+    "virtual-machines",
+    "task-history",
+    "vm-disks",
+    "vm-backups",
+    "vm-snapshots",
+    "network-interfaces",
+    "vm-interfaces",
+    "ip-addresses",
+    "sdn",
+    "replications",
+    "backup-routines",
+]
 #: The stage-stream read timeout of the NetBox instance these tests start (the plugin's
 #: `stream_read_timeout`, 120 s by default; run-tests.sh starts the shared test instance with the same).
 STREAM_READ_TIMEOUT = float(os.environ.setdefault("HVSYNC_STREAM_READ_TIMEOUT", "45"))

@@ -4,24 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import PLUGIN_API, NetBox, Plugin, assert_no_secrets
+from conftest import PLUGIN_API, STAGES, NetBox, Plugin, assert_no_secrets
 from fault_proxy import FaultProxy
-
-STAGES = [
-    "devices",
-    "storage",
-    "virtual-machines",
-    "task-history",
-    "vm-disks",
-    "vm-backups",
-    "vm-snapshots",
-    "network-interfaces",
-    "vm-interfaces",
-    "ip-addresses",
-    "sdn",
-    "replications",
-    "backup-routines",
-]
 
 
 def messages(job: dict[str, Any]) -> list[str]:

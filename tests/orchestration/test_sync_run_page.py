@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import PLUGIN_API, REPO, NetBox, Plugin
+from conftest import PLUGIN_API, REPO, STAGES, NetBox, Plugin
 from fault_proxy import Fault, FaultProxy
 from hvsync_backend.wire import STAGE_ROUTES
-from test_sync_job import STAGES
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

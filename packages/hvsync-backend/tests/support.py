@@ -5,8 +5,21 @@ from __future__ import annotations
 
 import httpx
 from hvsync_backend.endpoints.service import HvTarget
+from hvsync_backend.sse.frames import Frame, decode_frames
+from hvsync_backend.wire.sse import split_lines
 
-__all__ = ["CLUSTER", "HV", "INV", "NODES", "PASSWORD", "PROXMOX_OBJECTS", "SECRET", "fake_proxmox", "target"]
+__all__ = [
+    "CLUSTER",
+    "HV",
+    "INV",
+    "NODES",
+    "PASSWORD",
+    "PROXMOX_OBJECTS",
+    "SECRET",
+    "fake_proxmox",
+    "parse_stream",
+    "target",
+]
 
 INV = {
     "name": "netbox",
@@ -77,3 +90,8 @@ def target(**kw) -> HvTarget:
     )
     base.update(kw)
     return HvTarget(**base)
+
+
+def parse_stream(text: str) -> list[Frame]:
+    """A whole SSE body the tests read at once, decoded by the terminal runner's reader."""
+    return list(decode_frames(split_lines([text])))

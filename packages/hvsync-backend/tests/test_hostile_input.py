@@ -11,12 +11,11 @@ from fake_netbox import FakeNetBox
 from hvsync_backend.db.models import InventoryEndpoint
 from hvsync_backend.endpoints.schemas import check_header_secret
 from hvsync_backend.errors import FieldError as OptionError
-from hvsync_backend.sse.frames import parse_stream
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.parse import nics as parse_nics
 from hvsync_backend.wire.numbers import decimal
 from sqlalchemy import select
-from support import HV, INV
+from support import HV, INV, parse_stream
 
 NOT_DECIMAL = ["²", "\u0663", "\uff11", "1²", "-1", "+1", "1.0", "0x10", "", " ", "1 2", "9" * 31]
 

@@ -17,10 +17,9 @@ from fastapi.testclient import TestClient
 from hvsync_backend.app import create_app
 from hvsync_backend.config import Settings
 from hvsync_backend.metrics import VERBS
-from hvsync_backend.sse.frames import parse_stream
 from hvsync_backend.wire import STAGE_ROUTES
 from prometheus_client.parser import text_string_to_metric_families
-from support import HV, INV, fake_proxmox
+from support import HV, INV, fake_proxmox, parse_stream
 
 DASHBOARD = Path(__file__).resolve().parents[3] / "docs" / "grafana-hvsync.json"
 

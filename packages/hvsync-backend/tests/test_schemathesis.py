@@ -30,14 +30,14 @@ from hvsync_backend.auth.lockout import LockoutTracker
 from hvsync_backend.config import Settings
 from hvsync_backend.db.models import ApiKey, HvEndpoint, InventoryEndpoint, RunLease
 from hvsync_backend.endpoints.schemas import HvEndpointCreate, HvEndpointUpdate, InventoryEndpointCreate
-from hvsync_backend.sse.frames import Frame, parse_stream
+from hvsync_backend.sse.frames import Frame
 from hvsync_backend.sse.runs import Run, RunRegistry
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 from schemathesis.checks import not_a_server_error, response_schema_conformance, status_code_conformance
 from schemathesis.config import SchemathesisConfig
 from sqlalchemy import delete, select, text, update
-from support import HV, INV
+from support import HV, INV, parse_stream
 
 SEED = 20261125
 #: Fuzzing-phase cases per operation.

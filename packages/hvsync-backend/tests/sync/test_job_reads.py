@@ -19,7 +19,6 @@ from hvsync_backend.config import Settings
 from hvsync_backend.context import build_context
 from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
 from hvsync_backend.inventory.list_cache import ListCache
-from hvsync_backend.sse.frames import parse_stream
 from hvsync_backend.sync.job_reads import JobReads
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader, ProxmoxReadError
 from hvsync_backend.sync.registry import BY_SLUG
@@ -27,7 +26,7 @@ from hvsync_backend.sync.run import MANAGED_TAG
 from hvsync_backend.sync.support import custom_field_definitions
 from hvsync_backend.wire import STAGE_ROUTES
 from stage_harness import MemoryNetBox, emulator_source, run_context
-from support import HV, INV, fake_proxmox
+from support import HV, INV, fake_proxmox, parse_stream
 
 PLUGIN_ENDPOINTS = "plugins/hvsync/hv-endpoints"
 

@@ -8,11 +8,10 @@ import time
 import pytest
 from hvsync_backend.db.models import RunLease
 from hvsync_backend.db.session import make_engine, make_session_factory, upgrade_to_head
-from hvsync_backend.sse.frames import parse_stream
 from hvsync_backend.sync import leases as leases_module
 from hvsync_backend.sync.leases import LeaseHeld, Leases
 from sqlalchemy import select, update
-from support import HV, INV
+from support import HV, INV, parse_stream
 
 
 @pytest.fixture

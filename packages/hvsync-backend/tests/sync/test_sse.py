@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from frames_contract import assert_valid_frame
-from hvsync_backend.sse.frames import Frame, encode_frame, parse_stream
+from hvsync_backend.sse.frames import Frame, encode_frame
 from hvsync_backend.sse.runs import Run, RunRegistry
+from support import parse_stream
 
 ZERO = {"created": 0, "updated": 0, "unchanged": 0, "deleted": 0, "failed": 0}
 

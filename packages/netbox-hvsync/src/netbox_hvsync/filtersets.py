@@ -448,10 +448,6 @@ class SyncedPrefixFilterSet(SyncedObjectFilterSet):
 #
 
 
-class MultiValueIntegerFilter(django_filters.BaseInFilter, django_filters.NumberFilter):
-    """Repeatable integer parameter (`?x=1&x=2` or `?x=1,2`)."""
-
-
 def chosen(value: list[Any]) -> list[Any]:
     """The objects of a model-choice filter's value: django-filter passes NetBox's `null` marker through
     with them (`node_id=null` reached the database as an id: a 500, found by the REST fuzz run). A run's

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hvsync_backend.wire import SUMMARY_COUNTS
-from hvsync_backend.wire.sse import iter_events, split_lines
+from hvsync_backend.wire.sse import iter_events
 
 
 @dataclass(frozen=True)
@@ -42,11 +42,6 @@ def decode_frames(lines: Iterable[str | bytes]) -> Iterator[Frame]:
     """The frames of SSE lines (comments skipped); raises ValueError for an event whose data is not JSON."""
     for event in iter_events(lines):
         yield Frame(event.event, event.id or "", json.loads(event.data))
-
-
-def parse_stream(text: str) -> list[Frame]:
-    """Decode a whole SSE body (tests and the e2e harness read complete bodies) with the same reader."""
-    return list(decode_frames(split_lines([text])))
 
 
 def failed_complete(
