@@ -16,7 +16,6 @@ from utilities.querysets import RestrictedQuerySet
 
 from netbox_hvsync.choices import AccessMethodChoices, KeyStateChoices, TokenVersionChoices
 from netbox_hvsync.rules.grants import (
-    GUARDED_TOGGLE_FIELDS,
     bulk_toggle_refusal,
     deletion_refusal,
     endpoint_label,
@@ -163,8 +162,6 @@ class HvEndpointQuerySet(RestrictedQuerySet):
     """Refuses bulk deletes and local-only toggles on endpoints whose template-build grant is confirmed;
     the refusal is `rules.grants`' (the one guard every path asks)."""
 
-    GUARDED_FIELDS = GUARDED_TOGGLE_FIELDS
-
     def _blocked(self) -> HvEndpoint | None:
         return self.filter(template_build_grant_confirmed=True).order_by("pk").first()
 
@@ -260,10 +257,6 @@ class HvEndpoint(EncryptedCredentialsMixin, NetBoxModel):
     def backend_name(self) -> str:
         """The name the backend stores: display name plus the immutable identity suffix (SPEC 2.3)."""
         return f"{self.name} (inv:{self.pk})"
-
-    @property
-    def deletion_blocked(self) -> bool:
-        return self.template_build_grant_confirmed
 
     def clean(self) -> None:
         super().clean()
