@@ -179,6 +179,33 @@ def test_branch_with_no_changes_is_archived_and_verified(world):
     assert world.backend.streams[0][1]["inventory_branch_schema_id"] == branch.schema_id
 
 
+def test_archive_that_raises_is_recorded_not_a_crash(world, monkeypatch):
+    """netbox-branching's archive raising (here: a database error dropping the schema) ends the job as
+    failed with the branch left open and its disposition recorded, the exception named in the job log."""
+    from django.db import DatabaseError
+    from netbox_branching.models import Branch
+
+    def broken_archive(self: Any, user: Any) -> None:
+        raise DatabaseError("could not drop schema: lock timeout")
+
+    monkeypatch.setattr(Branch, "archive", broken_archive)
+    job = run_branched(world, ["devices"])
+
+    assert job.status == "failed", (job.status, job.error)
+    branch = job_branch(job)
+    assert branch.status == "ready" and schema_exists(branch)  # nothing half-done: still open
+    assert job.data["sync"]["branch"]["disposition"] == "left_open"
+    assert job.data["sync"]["branch_disposition"] == "left_open"
+    assert "archiving it raised DatabaseError: could not drop schema: lock timeout" in job.error
+    assert job.error.endswith("branch left open")
+    messages = log_messages(job)
+    assert (
+        f"archive of branch {branch.name} failed: DatabaseError: could not drop schema: lock timeout"
+        in messages
+    )
+    assert job.error in messages
+
+
 def test_merge_that_returns_with_changes_left_keeps_the_branch_open_and_fails_the_job(world, monkeypatch):
     from dcim.models import Site
     from netbox_branching.models import Branch

@@ -11,11 +11,15 @@ for READY still polls the database, so a branch provisioned by someone else is h
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from netbox_hvsync.rules.branches import BranchOutcome, finish_branch, require_ready
+from netbox_hvsync.rules.branches import BranchOutcome, Disposition, finish_branch, require_ready
+from netbox_hvsync.rules.redaction import sweep_text
+
+logger = logging.getLogger("netbox_hvsync.branching")
 
 #: How long a job waits for its working branch to reach READY.
 READY_TIMEOUT = 600.0
@@ -89,6 +93,8 @@ class DatabaseBranchOps:
         self.branch = branch
         self.user = user
         self.name: str = str(branch.name)
+        #: why netbox-branching's archive raised, when it did (the job records it instead of crashing)
+        self.archive_error: str = ""
 
     def _refresh(self) -> None:
         self.branch.refresh_from_db()
@@ -108,8 +114,16 @@ class DatabaseBranchOps:
         return list(self.branch.get_unmerged_changes().values_list("pk", flat=True))
 
     def archive(self) -> None:
+        """netbox-branching's archive may raise (a schema it cannot drop, a status it refuses, a database
+        error): the branch then stays as it is, the rules read its refreshed status (not ARCHIVED: left
+        open), and `finish_working_branch` names the exception in the job's error, so the job ends with its
+        disposition recorded instead of crashing."""
         self._refresh()
-        self.branch.archive(self.user)
+        try:
+            self.branch.archive(self.user)
+        except Exception as exc:
+            self.archive_error = f"{type(exc).__name__}: {sweep_text(str(exc))[:300]}"
+            logger.warning("archiving branch %s raised %s", self.name, self.archive_error)
 
 
 def require_branch_ready(branch: Any, user: Any, action: str) -> None:
@@ -121,12 +135,17 @@ def finish_working_branch(
     branch: Any, user: Any, *, reconciliation_ok: bool, persist_evidence: Any
 ) -> BranchOutcome:
     """Merge, archive or leave open, as the rules decide; the caller fails the job when `job_failed`."""
-    return finish_branch(
-        DatabaseBranchOps(branch, user),
-        reconciliation_ok=reconciliation_ok,
-        isolated=True,
-        persist_evidence=persist_evidence,
+    ops = DatabaseBranchOps(branch, user)
+    outcome = finish_branch(
+        ops, reconciliation_ok=reconciliation_ok, isolated=True, persist_evidence=persist_evidence
     )
+    if ops.archive_error and outcome.disposition != Disposition.ARCHIVED:
+        outcome.message = (
+            f"branch {ops.name} had no changes to merge, but archiving it raised {ops.archive_error}; "
+            "branch left open"
+        )
+        outcome.log.append(f"archive of branch {ops.name} failed: {ops.archive_error}")
+    return outcome
 
 
 __all__ = [
