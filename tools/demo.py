@@ -169,6 +169,7 @@ def configure_plugin(plugin: Plugin, backend: str, emulator: str) -> str:
             "name": "demo NetBox",
             "ip_address": ip["id"],
             "port": int(netbox["NETBOX_URL"].rsplit(":", 1)[1]),
+            "scheme": netbox["NETBOX_URL"].split("://", 1)[0],
             "token_version": 2,
             "token_key": token_key,
             "token": token,

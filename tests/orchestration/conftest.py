@@ -271,6 +271,7 @@ def plugin(netbox: NetBox, proxy: FaultProxy, emulator: Any) -> Plugin:
             "name": "this NetBox",
             "ip_address": ip["id"],
             "port": nb_port,
+            "scheme": netbox.url.split("://", 1)[0],  # the test NetBox serves plain http
             "token_version": 2,
             "token_key": token_key,
             "token": token,

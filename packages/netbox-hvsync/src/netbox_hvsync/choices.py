@@ -22,6 +22,14 @@ class TokenVersionChoices(ChoiceSet):
     CHOICES = [(V1, "v1"), (V2, "v2")]
 
 
+class SchemeChoices(ChoiceSet):
+    """How the backend dials NetBox: https by default; http sends the NetBox token in clear."""
+
+    HTTPS = "https"
+    HTTP = "http"
+    CHOICES = [(HTTPS, "HTTPS", "green"), (HTTP, "HTTP (token in clear)", "red")]
+
+
 class AccessMethodChoices(ChoiceSet):
     TOKEN = "token"
     PASSWORD = "password"

@@ -141,7 +141,7 @@ class BackendEndpointFilterSet(HvsyncModelFilterSet):
 class InventoryEndpointFilterSet(HvsyncModelFilterSet):
     class Meta:
         model = models.InventoryEndpoint
-        fields = ("id", "name", "domain", "port", "token_version", "verify_ssl", "enabled")
+        fields = ("id", "name", "scheme", "domain", "port", "token_version", "verify_ssl", "enabled")
 
     def search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return _search(queryset, value, "name", "domain", "comments")

@@ -50,6 +50,7 @@ class InventoryEndpointTable(NetBoxTable):
             "id",
             "name",
             "enabled",
+            "scheme",
             "ip_address",
             "domain",
             "port",

@@ -55,7 +55,7 @@ class InventoryEndpointForm(SecretsFormMixin, NetBoxModelForm):
 
     fieldsets = (
         FieldSet("name", "enabled", name="NetBox as the backend sees it"),
-        FieldSet("ip_address", "domain", "port", "verify_ssl", name="Connection"),
+        FieldSet("scheme", "ip_address", "domain", "port", "verify_ssl", name="Connection"),
         FieldSet("token_version", "token_key", "token", name="API token"),
         FieldSet("tags", name="Tags"),
     )
@@ -65,6 +65,7 @@ class InventoryEndpointForm(SecretsFormMixin, NetBoxModelForm):
         fields = (
             "name",
             "enabled",
+            "scheme",
             "ip_address",
             "domain",
             "port",

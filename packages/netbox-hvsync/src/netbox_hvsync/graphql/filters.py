@@ -85,6 +85,7 @@ class BackendEndpointFilter(NetBoxModelFilter):
 @strawberry_django.filter_type(models.InventoryEndpoint, lookups=True)
 class InventoryEndpointFilter(NetBoxModelFilter):
     name: Str | None = strawberry_django.filter_field()
+    scheme: Str | None = strawberry_django.filter_field()
     ip_address_id: ID | None = strawberry_django.filter_field()
     domain: Str | None = strawberry_django.filter_field()
     port: Int | None = strawberry_django.filter_field()

@@ -116,6 +116,7 @@ class BackendEndpointType(NetBoxObjectType):
     fields=[
         *CHANGE_FIELDS,
         "name",
+        "scheme",
         "ip_address",
         "domain",
         "port",

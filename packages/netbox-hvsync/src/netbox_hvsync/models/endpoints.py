@@ -14,7 +14,12 @@ from netbox.models import NetBoxModel
 from utilities.exceptions import AbortRequest
 from utilities.querysets import RestrictedQuerySet
 
-from netbox_hvsync.choices import AccessMethodChoices, KeyStateChoices, TokenVersionChoices
+from netbox_hvsync.choices import (
+    AccessMethodChoices,
+    KeyStateChoices,
+    SchemeChoices,
+    TokenVersionChoices,
+)
 from netbox_hvsync.rules.grants import (
     bulk_toggle_refusal,
     deletion_refusal,
@@ -31,6 +36,7 @@ __all__ = (
     "HvEndpointDeletionBlocked",
     "HvEndpointQuerySet",
     "InventoryEndpoint",
+    "PendingRetirement",
 )
 
 PORT_VALIDATORS = [MinValueValidator(1), MaxValueValidator(65535)]
@@ -112,6 +118,12 @@ class InventoryEndpoint(EncryptedCredentialsMixin, NetBoxModel):
     )
     domain = models.CharField(max_length=255, blank=True)
     port = models.PositiveIntegerField(default=443, validators=PORT_VALIDATORS)
+    scheme = models.CharField(
+        max_length=5,
+        choices=SchemeChoices,
+        default=SchemeChoices.HTTPS,
+        help_text="How the backend dials NetBox; http sends the API token in clear",
+    )
     token_version = models.PositiveSmallIntegerField(
         choices=TokenVersionChoices, default=TokenVersionChoices.V2
     )
@@ -288,3 +300,28 @@ class HvEndpoint(EncryptedCredentialsMixin, NetBoxModel):
     def delete(self, *args: Any, **kwargs: Any) -> Any:
         self.check_deletable()
         return super().delete(*args, **kwargs)
+
+
+class PendingRetirement(models.Model):
+    """A deleted Proxmox endpoint whose backend row is still to be retired (C3: disabled, credentials wiped).
+
+    Written in the same transaction as the delete, so a backend that is down when the endpoint goes is
+    retired at the next preflight or push; the row goes once the backend confirmed. A plain model: it
+    has no changelog, views or API of its own (the endpoint's delete is the logged change).
+    """
+
+    hv_endpoint_pk = models.PositiveIntegerField(
+        unique=True, help_text="The deleted endpoint's id (the backend row's identity suffix)"
+    )
+    backend_id = models.PositiveIntegerField(null=True, blank=True, help_text="The backend's id, when known")
+    name = models.CharField(max_length=200, help_text="The name the backend stores")
+    created = models.DateTimeField(auto_now_add=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ("created",)
+        verbose_name = "pending retirement"
+
+    def __str__(self) -> str:
+        return self.name

@@ -203,6 +203,7 @@ MODEL_UIS: tuple[ModelUI, ...] = (
         (
             "name",
             "enabled",
+            "scheme",
             *ENDPOINT_CONNECTION,
             "token_version",
             "token_key",

@@ -14,7 +14,7 @@ from tenancy.api.serializers import TenantSerializer
 
 from netbox_hvsync import models
 from netbox_hvsync.backend.adoption import KeyAdoptionRefused
-from netbox_hvsync.choices import AccessMethodChoices, KeyStateChoices, TokenVersionChoices
+from netbox_hvsync.choices import AccessMethodChoices, KeyStateChoices, SchemeChoices, TokenVersionChoices
 from netbox_hvsync.rules.urls import TargetError, backend_url_target
 
 from .base import NETBOX_FEATURE_FIELDS, HvsyncModelSerializer, SecretFieldsMixin, secret_field
@@ -87,6 +87,7 @@ class BackendEndpointSerializer(SecretFieldsMixin, HvsyncModelSerializer):
 class InventoryEndpointSerializer(SecretFieldsMixin, HvsyncModelSerializer):
     secret_fields = ("token",)
     ip_address = IPAddressSerializer(nested=True, required=False, allow_null=True)
+    scheme = ChoiceField(choices=SchemeChoices, required=False)
     token_version = ChoiceField(choices=TokenVersionChoices, required=False)
     token = secret_field("NetBox API token")
     has_token = serializers.BooleanField(read_only=True)
@@ -99,6 +100,7 @@ class InventoryEndpointSerializer(SecretFieldsMixin, HvsyncModelSerializer):
             "display_url",
             "display",
             "name",
+            "scheme",
             "ip_address",
             "domain",
             "port",
