@@ -53,3 +53,31 @@ def test_the_edit_form_takes_the_scheme(ui) -> None:
     assert InventoryEndpoint.objects.get(name="nb-form").scheme == "http"
     detail = ui.get(InventoryEndpoint.objects.get(name="nb-form").get_absolute_url())
     assert b"HTTP (token in clear)" in detail.content
+
+
+@pytest.mark.django_db
+def test_the_run_page_warns_when_the_token_went_over_plain_http(ui, superuser) -> None:
+    from sync_runs import finished_block, make_job, run_url
+
+    block = finished_block()
+    https_job = make_job(data=block, user=superuser)
+    assert 'id="sync-run-cleartext-token"' not in ui.get(run_url(https_job)).content.decode()
+
+    block["sync"]["preflight"]["inventory_pushes"] = {"2": {"ok": True, "status": 200, "scheme": "http"}}
+    http_job = make_job(data=block, user=superuser)
+    html = ui.get(run_url(http_job)).content.decode()
+    warning = html.split('id="sync-run-cleartext-token"', 1)[1].split("</div>", 1)[0]
+    assert "travels in clear" in warning and "inventory endpoint 2" in warning
+
+
+@pytest.mark.django_db
+def test_a_pending_run_warns_from_the_enabled_http_inventory_endpoint(ui, superuser) -> None:
+    from netbox_hvsync.models import InventoryEndpoint
+    from sync_runs import make_job, run_url
+
+    job = make_job(status="pending", data={"sync": {"run_id": "r-2"}}, user=superuser)
+    assert 'id="sync-run-cleartext-token"' not in ui.get(run_url(job)).content.decode()
+    nb = InventoryEndpoint.objects.create(name="nb", domain="nb.example.net", port=8000, token_key="k")
+    InventoryEndpoint.objects.filter(pk=nb.pk).update(scheme="http")
+    html = ui.get(run_url(job)).content.decode()
+    assert 'id="sync-run-cleartext-token"' in html and f"inventory endpoint {nb.pk}" in html

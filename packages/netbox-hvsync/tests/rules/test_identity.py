@@ -45,12 +45,13 @@ def test_inventory_identity_fails_closed() -> None:
 def test_inventory_currency() -> None:
     """Rule 2: "verify_ssl and token_version both equal the model's; an absent value counts as drifted.
     name is never compared." """
-    row = {"name": "totally different", "verify_ssl": True, "token_version": 2}
+    row = {"name": "totally different", "verify_ssl": True, "token_version": 2, "scheme": "https"}
     assert inventory_row_is_current(INV, row)
-    assert inventory_row_drift(INV, {"verify_ssl": False, "token_version": 2}) == ["verify_ssl"]
-    assert inventory_row_drift(INV, {"verify_ssl": True, "token_version": 1}) == ["token_version"]
-    assert inventory_row_drift(INV, {}) == ["verify_ssl", "token_version"]
-    assert inventory_row_drift(INV, {"verify_ssl": 1, "token_version": True}) == [
+    assert inventory_row_drift(INV, {**row, "verify_ssl": False}) == ["verify_ssl"]
+    assert inventory_row_drift(INV, {**row, "token_version": 1}) == ["token_version"]
+    assert inventory_row_drift(INV, {**row, "scheme": "http"}) == ["scheme"]  # C1
+    assert inventory_row_drift(INV, {}) == ["verify_ssl", "token_version", "scheme"]
+    assert inventory_row_drift(INV, {"verify_ssl": 1, "token_version": True, "scheme": "https"}) == [
         "verify_ssl",
         "token_version",
     ]

@@ -38,6 +38,7 @@ OUR_ROW = {
     "domain": "netbox.example",
     "ip_address": "127.0.0.1",
     "port": 443,
+    "scheme": "https",
     "token_version": 2,
     "verify_ssl": True,
     "enabled": True,

@@ -54,6 +54,7 @@ def test_inventory_body_matches_the_wire_facts() -> None:
         "ip_address": "10.0.0.1",
         "domain": "",
         "port": 443,
+        "scheme": "https",
         "token_version": 2,
         "token_key": "abcd1234",
         "token": INV_TOKEN,
@@ -68,6 +69,12 @@ def test_inventory_body_substitutes_loopback_without_linked_ip() -> None:
     record = InventoryEndpointRecord(pk=1, name="nb", domain="NetBox.Example", ip_address=None, port=8000)
     body = build_inventory_body(record)
     assert body["ip_address"] == "127.0.0.1" and body["domain"] == "netbox.example"
+    assert body["scheme"] == "https"  # C1: https unless the record says http
+
+
+def test_inventory_body_carries_an_http_scheme_as_recorded() -> None:
+    record = InventoryEndpointRecord(pk=1, name="nb", domain="nb.example", port=8000, scheme="http")
+    assert build_inventory_body(record)["scheme"] == "http"
 
 
 def test_hv_body_matches_the_wire_facts() -> None:

@@ -45,6 +45,7 @@ def inventory_record(endpoint: InventoryEndpoint) -> InventoryEndpointRecord:
         domain=endpoint.domain or "",
         ip_address=ip_text(endpoint),
         port=endpoint.port,
+        scheme=endpoint.scheme,
         token_version=int(endpoint.token_version),
         token_key=endpoint.token_key or "",
         token=endpoint.token,

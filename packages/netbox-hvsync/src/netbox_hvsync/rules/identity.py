@@ -53,6 +53,8 @@ def inventory_row_drift(record: InventoryEndpointRecord, row: Mapping[str, Any])
         drift.append("verify_ssl")
     if not _same_int(row.get("token_version", _MISSING), record.token_version):
         drift.append("token_version")
+    if row.get("scheme", _MISSING) != record.scheme:  # C1: a row dialling another scheme is not current
+        drift.append("scheme")
     return drift
 
 

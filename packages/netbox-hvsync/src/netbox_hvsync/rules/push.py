@@ -63,6 +63,7 @@ def build_inventory_body(record: InventoryEndpointRecord) -> dict[str, Any]:
         "ip_address": ip or LOOPBACK_SUBSTITUTE,
         "domain": (canonical_host(record.domain) or record.domain.strip()) if record.domain else "",
         "port": record.port,
+        "scheme": record.scheme,
         "token_version": record.token_version,
         "token_key": record.token_key,
         "token": record.token,

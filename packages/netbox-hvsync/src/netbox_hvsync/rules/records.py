@@ -22,6 +22,7 @@ class InventoryEndpointRecord:
     domain: str = ""
     ip_address: str | None = None
     port: int | None = 443
+    scheme: str = "https"  # C1: how the backend dials NetBox; "http" sends the token in clear
     token_version: int = 2
     token_key: str = ""
     token: str = ""

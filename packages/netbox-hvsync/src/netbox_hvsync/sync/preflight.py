@@ -96,11 +96,13 @@ class PreflightPhase(RunState):
             raise self.fail(f"Preflight blocked the sync: {exc}") from None
         for warning in report.warnings:
             self.logger.warning("preflight: %s", sweep_text(warning, self.secrets))
+        schemes = {r.pk: r.scheme for r in inventory_records}  # the run page warns on "http" (C1)
         self.block["preflight"] = {
             "duration_ms": self._ms(started),
             "phases": report.phases,
             "inventory_pushes": {
-                pk: {"ok": r.ok, "status": r.status} for pk, r in report.inventory_results.items()
+                pk: {"ok": r.ok, "status": r.status, "scheme": schemes.get(pk, "")}
+                for pk, r in report.inventory_results.items()
             },
             "hv_pushes": {
                 pk: {"ok": r.ok, "status": r.status, "backend_id": r.backend_id}

@@ -8,7 +8,7 @@ keys, credential-looking text), so nothing the page renders depends on how the b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -64,6 +64,7 @@ class RunReport:
     progress: dict[str, Any] | None = None
     changelog_url: str = ""
     changelog_filters: list[str] = field(default_factory=list)
+    cleartext_inventory: list[str] = field(default_factory=list)
 
     @property
     def count_keys(self) -> tuple[str, ...]:
@@ -184,7 +185,18 @@ def changelog_link(job: Job, base_url: str, backend_user: Any = None) -> tuple[s
     return f"{base_url}?{urlencode(params)}", filters
 
 
-def build_report(job: Job, changelog_base: str, backend_user: Any = None) -> RunReport:
+def cleartext_inventory(block: Mapping[str, Any], pending: Sequence[str] = ()) -> list[str]:
+    """Inventory endpoints whose NetBox token the backend sends over plain HTTP (C1): those this run
+    pushed with scheme "http"; before the preflight ran, `pending` (the enabled endpoints saying http)."""
+    pushes = _mapping(_mapping(block.get("preflight")).get("inventory_pushes"))
+    if not pushes:
+        return list(pending)
+    return [str(pk) for pk, push in pushes.items() if _mapping(push).get("scheme") == "http"]
+
+
+def build_report(
+    job: Job, changelog_base: str, backend_user: Any = None, http_inventory: Sequence[str] = ()
+) -> RunReport:
     block: dict[str, Any] = redact(dict(_mapping(_mapping(job.data).get("sync"))))
     active = job.status in ACTIVE_STATUSES
     url, filters = changelog_link(job, changelog_base, backend_user)
@@ -201,4 +213,5 @@ def build_report(job: Job, changelog_base: str, backend_user: Any = None) -> Run
         progress=progress,
         changelog_url=url,
         changelog_filters=filters,
+        cleartext_inventory=cleartext_inventory(block, http_inventory),
     )

@@ -49,7 +49,15 @@ class SyncRunView(generic.ObjectView):
 
     def get(self, request: HttpRequest, **kwargs: Any) -> HttpResponse:
         job = self.get_object(**kwargs)
-        report = build_report(job, reverse("core:objectchange_list"), backend_netbox_user())
+        http_inventory = InventoryEndpoint.objects.filter(enabled=True, scheme="http").values_list(
+            "pk", flat=True
+        )
+        report = build_report(
+            job,
+            reverse("core:objectchange_list"),
+            backend_netbox_user(),
+            [str(pk) for pk in http_inventory],
+        )
         context = {"object": job, "report": report, "run_url": request.path}
         if htmx_partial(request):
             return render(request, PARTIAL_TEMPLATE, context)
