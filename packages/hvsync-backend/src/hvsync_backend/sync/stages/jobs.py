@@ -6,6 +6,7 @@ not deleted: its record is marked `status: stale` (and `active` again if it come
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,9 @@ from hvsync_backend.wire.keys import format_key
 from hvsync_backend.wire.numbers import decimal
 
 PBS_MODES = {"default", "legacy", "data"}
+#: keys of a backup job that Proxmox recomputes on its own (`next-run` moves after every scheduled run):
+#: kept out of `raw_config`, so a routine nobody changed is not rewritten after each run
+VOLATILE_BACKUP_KEYS = frozenset({"next-run"})
 
 
 def _props(text: Any) -> dict[str, str]:
@@ -40,6 +44,24 @@ def _props(text: Any) -> dict[str, str]:
 
 def _int(value: Any) -> int | None:
     return decimal(value if isinstance(value, int) else str(value or ""), low=0)
+
+
+def utc_stamp(value: Any) -> str | None:
+    """A time as the one text the plan compares: ISO 8601 in UTC with `Z`, whole seconds. Takes Proxmox's
+    epoch seconds or NetBox's ISO text (in NetBox's TIME_ZONE, whatever it is); None for none or junk."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = str(value).strip() if value is not None and not isinstance(value, bool) else ""
+    try:
+        if text.isdigit():
+            when = dt.datetime.fromtimestamp(int(text), dt.UTC)
+        else:
+            when = dt.datetime.fromisoformat(text)
+    except (ValueError, OverflowError, OSError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class JobKind(NaturalKind):
@@ -117,6 +139,18 @@ class BackupRoutineKind(JobKind):
             "storage": await known_ids(ctx, PluginStorageKind()),
         }
 
+    async def current(self, ctx: SyncContext) -> dict[str, Current]:
+        """NetBox's `next_run` in the text `build` gives it (NetBox answers in its own time zone)."""
+        out = await super().current(ctx)
+        return {
+            key: Current(
+                have.key, have.id, have.label, {**have.data, "next_run": utc_stamp(have.data.get("next_run"))}
+            )
+            if "next_run" in have.data
+            else have
+            for key, have in out.items()
+        }
+
     def build(
         self, ctx: SyncContext, source: HvSource, pk: int, job: dict[str, Any], refs: dict[str, Any]
     ) -> dict[str, Any] | None:
@@ -138,6 +172,8 @@ class BackupRoutineKind(JobKind):
             "job_id": job_id,
             "enabled": str(job.get("enabled", 1)) not in ("0", "false"),
             "schedule": str(job.get("schedule") or job.get("starttime") or ""),
+            # Proxmox's next start (absent for a disabled job): written on its own when only it moved
+            "next_run": utc_stamp(job.get("next-run")),
             "node": refs["nodes"].get(format_key("hv_node", endpoint=source.identity, node=job["node"]))
             if job.get("node")
             else None,
@@ -160,7 +196,7 @@ class BackupRoutineKind(JobKind):
             "fleecing_storage": storage_of(fleecing.get("storage")) if fleecing_on else None,
             "repeat_missed": str(job.get("repeat-missed", 0)) in ("1", "true"),
             "pbs_change_detection_mode": mode if mode in PBS_MODES else "",
-            "raw_config": dict(job),
+            "raw_config": {k: v for k, v in job.items() if k not in VOLATILE_BACKUP_KEYS},
         }
 
 
