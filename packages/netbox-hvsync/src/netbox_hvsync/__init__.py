@@ -12,7 +12,8 @@ except ImportError:  # outside NetBox: only netbox_hvsync.rules is usable
     PluginConfig = None  # type: ignore[assignment,misc]
 
 if PluginConfig is not None:
-    from netbox_hvsync.queue import PLUGIN_QUEUE, SYNC_QUEUE
+    from netbox_hvsync.queue import PLUGIN_QUEUE
+    from netbox_hvsync.rules import settings as plugin_settings
 
     class HvsyncConfig(PluginConfig):
         name = "netbox_hvsync"
@@ -27,13 +28,20 @@ if PluginConfig is not None:
         queues = [PLUGIN_QUEUE]
         # hvsync_<model>[_list] queries in NetBox's /graphql/ (docs/plugin.md "GraphQL")
         graphql_schema = "graphql.schema.schema"
-        default_settings: dict = {
-            "encryption_key": "",
-            "stream_read_timeout": 120,
-            "queue": SYNC_QUEUE,
-            # the apply path, POST /api/plugins/hvsync/change-sets/ (docs/apply-path.md)
-            "change_sets": True,
-        }
+        # every setting, its type, default and range: netbox_hvsync.rules.settings (docs/plugin.md "Settings")
+        default_settings: dict = plugin_settings.defaults()
+
+        @classmethod
+        def validate(cls, user_config: dict, netbox_version: str) -> None:
+            """NetBox's checks (release range, defaults), then ours: an unknown key or a bad value in
+            PLUGINS_CONFIG["netbox_hvsync"] stops NetBox at start-up with a message naming each one."""
+            from django.core.exceptions import ImproperlyConfigured
+
+            if isinstance(user_config, dict):  # NetBox's own checks need a dict; ours says what it got
+                super().validate(user_config, netbox_version)
+            found = plugin_settings.problems(user_config)
+            if found:
+                raise ImproperlyConfigured("netbox_hvsync: " + "; ".join(found))
 
         def ready(self) -> None:
             super().ready()

@@ -1,7 +1,9 @@
 """Sync jobs on NetBox's job queue: a core Job row whose `data["sync"]` records what was asked for.
 
 Each enqueue (each occurrence of a recurring job too) picks the RQ queue: hvsync's own when a worker
-serves it, else `default` with a warning in the block (netbox_hvsync.queue).
+serves it, else `default` with a warning in the block (netbox_hvsync.queue), and sets the job's RQ
+timeout from the endpoints in scope (netbox_hvsync.rules.job_timeout): RQ's default, NetBox's
+RQ_DEFAULT_TIMEOUT (300 s unless changed), would kill a longer sync half-written.
 
 `enqueue_sync()` is the single way a sync is queued (REST `sync/schedule/`, UI buttons, repair). The job
 body lives in `sync_runner` (preflight, scope, local reconciliation, stage loop).
@@ -18,9 +20,12 @@ from typing import Any
 from core.models import Job
 from django.db import IntegrityError, connection, transaction
 from netbox.jobs import JobRunner
+from netbox.plugins import get_plugin_config
 
 from netbox_hvsync.choices import SYNC_TYPE_ALL, SyncModeChoices
+from netbox_hvsync.models import HvEndpoint
 from netbox_hvsync.queue import choose_queue
+from netbox_hvsync.rules.job_timeout import job_timeout
 from netbox_hvsync.sync.runner import run_sync_job
 
 SYNC_JOB_NAME = "hvsync sync"
@@ -68,12 +73,16 @@ class SyncJob(JobRunner):
     def enqueue(cls, *args: Any, sync: dict[str, Any] | None = None, **kwargs: Any) -> Job:
         """Queue the job and store its sync block before the transaction commits (the worker starts after).
 
-        A recurring job re-enqueues itself with the same kwargs; each occurrence gets a fresh run_id and
-        chooses its queue again (a worker may have started or stopped since).
+        A recurring job re-enqueues itself with the same kwargs (NetBox's `handle`, without a job
+        timeout: RQ consumed it); each occurrence gets a fresh run_id, chooses its queue again (a worker
+        may have started or stopped since) and has its timeout computed again (endpoints may have been
+        added or disabled since).
         """
         block = dict(sync or build_sync_block())
         if kwargs.get("interval") and sync is not None:
             block = {**block, "run_id": str(uuid.uuid4()), "errors": [], "stages": []}
+        kwargs["job_timeout"] = sync_job_timeout(block)
+        block["job_timeout"] = kwargs["job_timeout"]
         if not kwargs.get("queue_name"):
             choice = choose_queue()
             kwargs["queue_name"] = choice.name
@@ -102,6 +111,14 @@ class SyncJob(JobRunner):
         """Preflight, scope, local reconciliation and the stage loop (netbox_hvsync.sync.runner)."""
         data = self.job.data or {}
         run_sync_job(self.job, self.logger, dict(data.get("sync") or sync or build_sync_block()))
+
+
+def sync_job_timeout(block: dict[str, Any]) -> int:
+    """Seconds RQ may run this sync: the plugin setting `job_timeout`, else the rule over the endpoints
+    in scope (those the block names, or every enabled one when it names none, as the runner scopes)."""
+    named = {int(i) for i in block.get("hv_endpoint_ids") or []}
+    endpoints = len(named) if named else HvEndpoint.objects.filter(enabled=True).count()
+    return job_timeout(endpoints, get_plugin_config("netbox_hvsync", "job_timeout"))
 
 
 def advance_job_id_sequence() -> bool:
