@@ -40,6 +40,13 @@ def parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--task-duration", type=float, default=0.2, help="seconds a task reports 'running'")
     s.add_argument("--no-response-cache", action="store_true", help="encode hot lists on every request")
+    s.add_argument(
+        "--response-delay",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="every API request waits this long before it is answered: a slow Proxmox (default 0)",
+    )
     from pve_emulator.proxy.cli import add_real_mode_arguments
 
     add_real_mode_arguments(s)
@@ -51,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.vms is not None and args.vms < 0:
         p.error("--vms must be >= 0")
+    if not 0 <= args.response_delay <= 60:
+        p.error("--response-delay must be between 0 and 60 seconds")
     if (args.cert is None) != (args.key is None):
         p.error("--cert and --key go together")
     # checked here, before anything starts, so both modes refuse it as a usage error (exit 2)
@@ -78,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         token_secret=args.token_secret,
         task_duration=args.task_duration,
         response_cache=not args.no_response_cache,
+        response_delay=args.response_delay,
     )
     scheme = "https" if cfg.tls else "http"
     print(

@@ -28,3 +28,5 @@ class EmulatorConfig:
     token_secret: str = DEFAULT_TOKEN_SECRET
     task_duration: float = 0.2
     response_cache: bool = True
+    #: seconds every API request waits before it is answered (a slow or distant Proxmox; 0: none)
+    response_delay: float = 0.0

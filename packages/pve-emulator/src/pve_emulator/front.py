@@ -9,6 +9,7 @@ the operation on its model, real mode forwards it upstream.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -61,12 +62,16 @@ class Request:
 
 
 class Front:
-    """Base of both ASGI applications; a mode supplies ``answer`` (and may name unknown paths its way)."""
+    """Base of both ASGI applications; a mode supplies ``answer`` (and may name unknown paths its way).
+
+    ``response_delay``: seconds each API request waits (asleep, no CPU) before it is handled, to play a
+    slow Proxmox; the documentation pages are not delayed."""
 
     log = LOG
 
     def __init__(self, schema: ApiSchema) -> None:
         self.schema = schema
+        self.response_delay = 0.0
         self._openapi: bytes | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -85,6 +90,8 @@ class Front:
         if not real and is_doc_path(path):
             await send_docs(send, path, self._openapi_json, scope)
             return
+        if self.response_delay > 0:
+            await asyncio.sleep(self.response_delay)
         try:
             status, payload, headers = await self.answer(self.route(scope, receive, path, real))
         except ApiError as exc:

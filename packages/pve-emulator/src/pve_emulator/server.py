@@ -26,7 +26,9 @@ def create_app(config: EmulatorConfig) -> EmulatorApp:
         token_secret=config.token_secret,
     )
     backend.state.task_duration = config.task_duration
-    return EmulatorApp(schema, backend, response_cache=config.response_cache)
+    app = EmulatorApp(schema, backend, response_cache=config.response_cache)
+    app.response_delay = config.response_delay
+    return app
 
 
 def uvicorn_config(app: EmulatorApp, config: EmulatorConfig, sock: socket.socket | None = None) -> Any:

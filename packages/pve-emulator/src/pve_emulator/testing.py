@@ -63,6 +63,7 @@ def running_emulator(
     task_duration: float = 0.2,
     response_cache: bool = False,
     release: str = "9.1",
+    response_delay: float = 0.0,
 ) -> Iterator[EmulatorHandle]:
     """An emulator serving from a thread of this process.
 
@@ -88,6 +89,7 @@ def running_emulator(
         token_secret=token_secret,
         task_duration=task_duration,
         response_cache=response_cache,
+        response_delay=response_delay,
     )
     app = create_app(config)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
