@@ -2,6 +2,11 @@
 
 The backend finds "its" object by (endpoint, Proxmox identity) here, never by name: renaming a VM in
 Proxmox or in NetBox does not break the link, and two VMs with one name on two clusters stay apart.
+
+The links to NetBox's own models have no reverse accessor (`related_name="+"`): a reverse relation
+would add a field to VirtualMachine, Device, IPAddress, ... that NetBox's filtersets do not cover, and
+NetBox's own test suite (`test_missing_filters`) fails with the plugin installed. Code that needs the
+sidecar of a NetBox object asks the sidecar model (`SyncedVirtualMachine.objects.filter(virtual_machine=vm)`).
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ class SyncedObject(ChangeLoggedModel):
 
 class SyncedVirtualMachine(SyncedObject):
     virtual_machine = models.OneToOneField(
-        "virtualization.VirtualMachine", on_delete=models.CASCADE, related_name="hvsync_state"
+        "virtualization.VirtualMachine", on_delete=models.CASCADE, related_name="+"
     )
     cluster = models.ForeignKey(
         "netbox_hvsync.HvCluster", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -63,7 +68,7 @@ class SyncedVirtualMachine(SyncedObject):
 
 
 class SyncedDevice(SyncedObject):
-    device = models.OneToOneField("dcim.Device", on_delete=models.CASCADE, related_name="hvsync_state")
+    device = models.OneToOneField("dcim.Device", on_delete=models.CASCADE, related_name="+")
     node = models.ForeignKey(
         "netbox_hvsync.HvNode", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -88,10 +93,10 @@ class SyncedInterface(SyncedObject):
         on_delete=models.CASCADE,
         null=True,
         blank=True,
-        related_name="hvsync_state",
+        related_name="+",
     )
     interface = models.OneToOneField(
-        "dcim.Interface", on_delete=models.CASCADE, null=True, blank=True, related_name="hvsync_state"
+        "dcim.Interface", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
     vmid = models.PositiveIntegerField(null=True, blank=True)
     node_name = models.CharField(max_length=100, blank=True)
@@ -140,7 +145,7 @@ class SyncedInterface(SyncedObject):
 
 class SyncedVirtualDisk(SyncedObject):
     virtual_disk = models.OneToOneField(
-        "virtualization.VirtualDisk", on_delete=models.CASCADE, related_name="hvsync_state"
+        "virtualization.VirtualDisk", on_delete=models.CASCADE, related_name="+"
     )
     vmid = models.PositiveIntegerField()
     key = models.CharField(max_length=50, help_text="scsi0, virtio1, rootfs, mp0, ...")
@@ -157,7 +162,7 @@ class SyncedVirtualDisk(SyncedObject):
 
 
 class SyncedIPAddress(SyncedObject):
-    ip_address = models.OneToOneField("ipam.IPAddress", on_delete=models.CASCADE, related_name="hvsync_state")
+    ip_address = models.OneToOneField("ipam.IPAddress", on_delete=models.CASCADE, related_name="+")
     vmid = models.PositiveIntegerField(null=True, blank=True)
     node_name = models.CharField(max_length=100, blank=True)
     interface_key = models.CharField(max_length=100, blank=True)
@@ -180,7 +185,7 @@ class SyncedIPAddress(SyncedObject):
 
 
 class SyncedVLAN(SyncedObject):
-    vlan = models.OneToOneField("ipam.VLAN", on_delete=models.CASCADE, related_name="hvsync_state")
+    vlan = models.OneToOneField("ipam.VLAN", on_delete=models.CASCADE, related_name="+")
     zone = models.CharField(max_length=100, blank=True)
     vnet = models.CharField(max_length=100)
 
@@ -196,7 +201,7 @@ class SyncedVLAN(SyncedObject):
 
 
 class SyncedPrefix(SyncedObject):
-    prefix = models.OneToOneField("ipam.Prefix", on_delete=models.CASCADE, related_name="hvsync_state")
+    prefix = models.OneToOneField("ipam.Prefix", on_delete=models.CASCADE, related_name="+")
     vnet = models.CharField(max_length=100)
     subnet = models.CharField(max_length=100, help_text="Proxmox SDN subnet id")
 
