@@ -20,7 +20,7 @@ def test_inventory_singleton_lifecycle(backend, auth) -> None:
         "ip_address": "192.0.2.10",
         "domain": "netbox.example.com",
         "port": 8000,
-        "scheme": None,
+        "scheme": "https",
         "token_version": 2,
         "verify_ssl": False,
         "enabled": True,
@@ -49,7 +49,7 @@ def test_inventory_put_keeps_credentials_and_merges(backend, auth) -> None:
     )
     target = get_inventory_target(backend.context.registry)
     assert target.headers == {"Authorization": "Bearer nbt_keyid1.tok-secret-2"}
-    assert target.url == "http://netbox.example.com:8000"
+    assert target.url == "https://netbox.example.com:8000"  # https unless the row says http
     assert "tok-secret-2" not in repr(target)
     assert c.put("/inventory/endpoint/999", headers=auth, json={"port": 1}).status_code == 404
 

@@ -13,7 +13,7 @@ def test_migrations_match_models_and_are_idempotent(database_url) -> None:
     engine = make_engine(database_url)
     upgrade_to_head(engine)
     upgrade_to_head(engine)
-    assert current_revision(engine) == head_revision(engine) == "0003"
+    assert current_revision(engine) == head_revision(engine) == "0004"
     assert {"api_keys", "inventory_endpoints", "hv_endpoints"} <= set(inspect(engine).get_table_names())
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)

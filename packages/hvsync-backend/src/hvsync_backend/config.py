@@ -72,6 +72,11 @@ class Settings(BaseSettings):
     # Write through the plugin's apply path (change sets, one transaction per batch) when NetBox offers
     # it; false: REST list writes only (docs/apply-path.md).
     netbox_apply_path: bool = True
+    # --- upstream answer caps (docs/backend.md "Answer size caps"; engineer secrets-backend) ---
+    # Longest answer read from NetBox / from Proxmox, in bytes: reading stops there and the request
+    # fails naming the limit. A 1,000-guest cluster's largest answers are a few MiB.
+    netbox_max_answer_bytes: int = Field(default=32 * 1024 * 1024, ge=1_048_576, le=1_073_741_824)
+    proxmox_max_answer_bytes: int = Field(default=32 * 1024 * 1024, ge=1_048_576, le=1_073_741_824)
     # A sync job's stage streams share their Proxmox answers and NetBox lists (sync/job_reads.py), kept
     # this long after the job's last stream (0: a stream shares nothing with the job's next one) and for
     # at most this many jobs (running ones never dropped): memory (about 24 MiB per 1,000 guests and job,

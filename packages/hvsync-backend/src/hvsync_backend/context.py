@@ -75,7 +75,9 @@ def build_context(settings: Settings, migrate: bool = True) -> BackendContext:
         lockout=LockoutTracker(
             settings.lockout_threshold, settings.lockout_seconds, on_lock=metrics.locked_out
         ),
-        proxmox=ProxmoxClientPool(observer=metrics.observer("proxmox")),
+        proxmox=ProxmoxClientPool(
+            observer=metrics.observer("proxmox"), max_answer_bytes=settings.proxmox_max_answer_bytes
+        ),
         metrics=metrics,
         job_reads=JobReads(settings.job_reads_keep_seconds, settings.job_reads_max_jobs),
     )

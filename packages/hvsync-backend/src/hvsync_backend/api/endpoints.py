@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import anyio.to_thread
 from fastapi import APIRouter, Depends, HTTPException, Path
 
 from hvsync_backend.api.deps import Ctx
@@ -57,7 +58,8 @@ def create_inventory_endpoint(body: InventoryEndpointCreate, context: Ctx) -> In
 def update_inventory_endpoint(
     endpoint_id: EndpointId, body: InventoryEndpointUpdate, context: Ctx
 ) -> InventoryEndpointOut:
-    """Partial update; omitted fields and omitted/blank/null credentials keep their stored values."""
+    """Partial update; omitted fields and omitted/blank/null credentials keep their stored values. A change
+    of ip_address, domain, port or scheme needs the token in the same body (422 naming `token`)."""
     try:
         return context.registry.update_inventory(endpoint_id, body)
     except NotFound:
@@ -81,8 +83,28 @@ def create_hv_endpoint(body: HvEndpointCreate, context: Ctx) -> HvEndpointOut:
     responses={404: {"model": DetailOut}},
 )
 def update_hv_endpoint(endpoint_id: EndpointId, body: HvEndpointUpdate, context: Ctx) -> HvEndpointOut:
-    """Partial update; omitted fields and omitted/blank/null credentials keep their stored values."""
+    """Partial update; omitted fields and omitted/blank/null credentials keep their stored values. A change
+    of ip_address, domain, port or scheme needs a credential in the same body (422 naming the field of
+    the first access method otherwise); a credential not sent with such a change is wiped."""
     try:
         return context.registry.update_hv(endpoint_id, body)
     except NotFound:
         raise HTTPException(404, f"hv endpoint {endpoint_id} not found") from None
+
+
+@router.post(
+    "/hv/endpoints/{endpoint_id}/retire",
+    response_model=HvEndpointOut,
+    tags=["hv endpoints"],
+    responses={404: {"model": DetailOut}},
+)
+async def retire_hv_endpoint(endpoint_id: EndpointId, context: Ctx) -> HvEndpointOut:
+    """The plugin deleted this endpoint: disable it, revoke its template-build grant and wipe its stored
+    credentials (password and token value), so nothing syncs it or dials it with them again. Idempotent:
+    retiring a retired endpoint answers the same row. The row stays (the plugin may re-create and push)."""
+    try:
+        row = await anyio.to_thread.run_sync(context.registry.retire_hv, endpoint_id)
+    except NotFound:
+        raise HTTPException(404, f"hv endpoint {endpoint_id} not found") from None
+    await context.proxmox.forget(endpoint_id)
+    return row

@@ -45,7 +45,8 @@ class InventoryEndpoint(Base):
     ip_address: Mapped[str] = mapped_column(String(64), default="", nullable=False)
     domain: Mapped[str] = mapped_column(String(255), default="", nullable=False)
     port: Mapped[int] = mapped_column(Integer, nullable=False)
-    scheme: Mapped[str | None] = mapped_column(String(5), nullable=True)
+    #: "http" or "https": the token is sent over plain http only when this says so (migration 0004).
+    scheme: Mapped[str] = mapped_column(String(5), default="https", server_default="https", nullable=False)
     token_version: Mapped[int] = mapped_column(Integer, default=2, nullable=False)
     verify_ssl: Mapped[bool] = mapped_column(Boolean, default=True, nullable=False)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True, nullable=False)

@@ -21,6 +21,10 @@ from hvsync_backend.endpoints.schemas import (
 )
 from hvsync_backend.errors import AlreadyExists, FieldError, NotFound
 
+#: Where an endpoint points: changing any of these needs the credential again (C2 of issue 39).
+INVENTORY_TARGET_FIELDS = ("ip_address", "domain", "port", "scheme")
+HV_TARGET_FIELDS = ("ip_address", "domain", "port", "scheme")
+
 
 def inventory_out(row: InventoryEndpoint) -> InventoryEndpointOut:
     return InventoryEndpointOut(
@@ -62,11 +66,31 @@ def hv_out(row: HvEndpoint) -> HvEndpointOut:
     )
 
 
-def _plain_updates(
-    body: Any, secret_fields: tuple[str, ...], nullable: tuple[str, ...] = ()
-) -> dict[str, Any]:
+def _plain_updates(body: Any, secret_fields: tuple[str, ...]) -> dict[str, Any]:
     data = body.model_dump(exclude_unset=True)
-    return {k: v for k, v in data.items() if k not in secret_fields and (v is not None or k in nullable)}
+    return {k: v for k, v in data.items() if k not in secret_fields and v is not None}
+
+
+def _moved(
+    row: InventoryEndpoint | HvEndpoint, before: tuple[Any, ...], fields: tuple[str, ...]
+) -> list[str]:
+    """The target fields whose value changed (names compared without case or a trailing dot)."""
+    changed = []
+    for name, old in zip(fields, before, strict=True):
+        new = getattr(row, name)
+        if name == "domain":
+            old, new = old.lower().rstrip("."), new.lower().rstrip(".")
+        if old != new:
+            changed.append(name)
+    return changed
+
+
+def _retarget_refused(field: str, changed: list[str]) -> FieldError:
+    return FieldError(
+        field,
+        f"changing {', '.join(changed)} points the endpoint somewhere else: send {field} again with "
+        "the change (a stored credential is never sent to a new target)",
+    )
 
 
 class EndpointRegistry:
@@ -107,10 +131,14 @@ class EndpointRegistry:
             row = session.get(InventoryEndpoint, endpoint_id, with_for_update=True)
             if row is None:
                 raise NotFound
-            for key, value in _plain_updates(body, ("token", "token_key"), nullable=("scheme",)).items():
+            before = tuple(getattr(row, name) for name in INVENTORY_TARGET_FIELDS)
+            for key, value in _plain_updates(body, ("token", "token_key")).items():
                 setattr(row, key, value)
             if not row.ip_address and not row.domain:
                 raise FieldError("ip_address", "ip_address or domain is required")
+            changed = _moved(row, before, INVENTORY_TARGET_FIELDS)
+            if changed and row.token_enc is not None and body.token is None:
+                raise _retarget_refused("token", changed)
             if body.token is not None:
                 row.token_enc = self.cipher.encrypt(body.token)
             if body.token_key is not None:
@@ -141,13 +169,36 @@ class EndpointRegistry:
             row = session.get(HvEndpoint, endpoint_id, with_for_update=True)
             if row is None:
                 raise NotFound
+            before = tuple(getattr(row, name) for name in HV_TARGET_FIELDS)
             for key, value in _plain_updates(body, ("password", "token_value")).items():
                 setattr(row, key, list(value) if key == "access_methods" else value)
             if not row.ip_address and not row.domain:
                 raise FieldError("ip_address", "ip_address or domain is required")
+            changed = _moved(row, before, HV_TARGET_FIELDS)
+            stored = row.password_enc is not None or row.token_value_enc is not None
+            if changed and stored:
+                if body.password is None and body.token_value is None:
+                    first = "token_value" if row.access_methods[0] == "token" else "password"
+                    raise _retarget_refused(first, changed)
+                # Only what came with the move goes to the new target: the other credential is wiped.
+                row.password_enc = None
+                row.token_value_enc = None
             if body.password is not None:
                 row.password_enc = self.cipher.encrypt(body.password)
             if body.token_value is not None:
                 row.token_value_enc = self.cipher.encrypt(body.token_value)
+            session.flush()
+            return hv_out(row)
+
+    def retire_hv(self, endpoint_id: int) -> HvEndpointOut:
+        """Disable the endpoint and wipe its credentials (the plugin deleted it); idempotent."""
+        with session_scope(self.session_factory) as session:
+            row = session.get(HvEndpoint, endpoint_id, with_for_update=True)
+            if row is None:
+                raise NotFound
+            row.enabled = False
+            row.allow_template_builds = False
+            row.password_enc = None
+            row.token_value_enc = None
             session.flush()
             return hv_out(row)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from hvsync_backend.endpoints.hosts import check_domain_text, check_ip_text
 
 AccessMethod = Literal["token", "password"]
 ACCESS_METHODS: tuple[str, ...] = ("token", "password")
@@ -17,35 +18,19 @@ INVENTORY_SECRET_FIELDS = ("token", "token_key")
 HV_SECRET_FIELDS = ("password", "token_value")
 SECRET_FIELDS = frozenset((*INVENTORY_SECRET_FIELDS, *HV_SECRET_FIELDS, "api_key", "raw_key"))
 
-_HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 _USERNAME = re.compile(r"^[^@\s!:]+@[^@\s!:]+$")
 _TOKEN_ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")
 _SLUG = re.compile(r"^[-a-zA-Z0-9_]*$")
 
 
 def check_ip(value: str) -> str:
-    if value == "":
-        return value
-    try:
-        return str(ipaddress.ip_address(value.strip("[]")))
-    except ValueError:
-        raise ValueError("must be an IPv4 or IPv6 address without port, scheme or path") from None
+    """An IP literal the backend may dial (`endpoints.hosts`: no link-local, unspecified or mapped forms)."""
+    return check_ip_text(value)
 
 
 def check_domain(value: str) -> str:
-    if value == "":
-        return value
-    try:
-        ipaddress.ip_address(value.strip("[]"))
-        return value
-    except ValueError:
-        pass
-    name = value[:-1] if value.endswith(".") else value
-    if len(name) > 253 or not all(_HOST_LABEL.match(label) for label in name.split(".")):
-        raise ValueError(
-            "must be a DNS host name (letters, digits, hyphens, dots) without port, scheme or path"
-        )
-    return value
+    """A DNS name or IP literal the backend may dial (`endpoints.hosts`: no numeric forms like 127.1)."""
+    return check_domain_text(value)
 
 
 def check_secret(value: str | None) -> str | None:
@@ -77,8 +62,10 @@ class InventoryEndpointFields(_Body):
     name: str = Field(default="", max_length=255, description="free text, never used for identity")
     ip_address: str = Field(default="", max_length=64)
     domain: str = Field(default="", max_length=255)
-    scheme: Literal["http", "https"] | None = Field(
-        default=None, description="URL scheme; when null: https for ports 443 and 8443, else http"
+    scheme: Literal["http", "https"] = Field(
+        default="https",
+        description="URL scheme NetBox is dialled with (https by default); the token goes over plain "
+        "http only when this says http",
     )
     token_version: Literal[1, 2] = Field(
         default=2,
@@ -130,7 +117,7 @@ class InventoryEndpointOut(BaseModel):
     ip_address: str
     domain: str
     port: int
-    scheme: Literal["http", "https"] | None
+    scheme: Literal["http", "https"]
     token_version: Literal[1, 2]
     verify_ssl: bool
     enabled: bool

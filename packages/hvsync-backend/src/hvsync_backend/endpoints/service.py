@@ -92,7 +92,7 @@ def inventory_auth_headers(token_version: int, token: str | None, token_key: str
 
 
 def _inventory_target(registry: EndpointRegistry, row: InventoryEndpoint) -> InventoryTarget:
-    scheme = row.scheme or ("https" if row.port in (443, 8443) else "http")
+    scheme = row.scheme
     host = _host_for_url(row.ip_address, row.domain)
     default_port = (scheme == "https" and row.port == 443) or (scheme == "http" and row.port == 80)
     url = f"{scheme}://{host}" if default_port else f"{scheme}://{host}:{row.port}"

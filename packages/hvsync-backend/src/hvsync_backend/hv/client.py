@@ -24,9 +24,9 @@ from hvsync_backend.hv.errors import (
     ProxmoxNotConfigured,
     ProxmoxUnreachable,
 )
-from hvsync_backend.hv.wire import Answer, SendFailed, open_wire
+from hvsync_backend.hv.wire import DEFAULT_MAX_ANSWER_BYTES, Answer, AnswerTooLarge, SendFailed, open_wire
 from hvsync_backend.metrics import RequestObserver, observed
-from hvsync_backend.wire.redaction import sweep_text
+from hvsync_backend.wire.redaction import redact, sweep_text
 
 TICKET_LIFETIME = 2 * 3600.0
 TICKET_RENEW_AFTER = TICKET_LIFETIME - 15 * 60
@@ -39,6 +39,7 @@ class ProxmoxClient:
         target: HvTarget,
         transport: httpx.AsyncBaseTransport | None = None,
         observer: RequestObserver | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
         self.target = target
         self._observer = observer
@@ -48,6 +49,7 @@ class ProxmoxClient:
             timeout=target.timeout,
             headers={"Accept": "application/json", "User-Agent": "hvsync-backend"},
             transport=transport,
+            max_bytes=max_answer_bytes,
         )
         self._methods = self._usable_methods()
         self._method_index = 0
@@ -177,7 +179,13 @@ class ProxmoxClient:
                     http_method,
                     self._wire.send(http_method, url, params=params, form=data, headers=headers),
                 )
+            except AnswerTooLarge as exc:
+                raise ProxmoxHTTPError(self.target.label, f"{http_method} {url}: {exc}") from None
             except SendFailed as exc:
+                if exc.refused:  # nothing was sent; the address will not change by asking again
+                    raise ProxmoxUnreachable(
+                        self.target.label, f"refused to connect: {self._scrub(str(exc))}"
+                    ) from None
                 if attempt < retries:
                     await self._backoff(attempt)
                     attempt += 1
@@ -206,7 +214,9 @@ class ProxmoxClient:
             try:
                 body = response.json()
                 if isinstance(body, dict):
-                    detail = str(body.get("errors") or body.get("message") or body.get("detail") or "")
+                    # Structured first (credential-named keys), then the text sweep in `_scrub`.
+                    found = body.get("errors") or body.get("message") or body.get("detail") or ""
+                    detail = str(redact(found))
             except ValueError:
                 detail = ""
             message = f"HTTP {status} {reason}".strip() + (f": {detail}" if detail else "")

@@ -6,11 +6,19 @@ hands one out), more than the Proxmox emulator takes to answer, so on a 2-core m
 was the largest part of those reads. aiohttp sends the same request for about 0.16 ms
 (`benchmarks/bench_proxmox_wire.py`). The client above this (auth, retries, unwrapping `data`) does not
 know which wire it uses: tests and custom proxies pass an httpx transport and keep httpx's.
+
+Both wires read at most `max_bytes` of an answer (streamed: reading stops at the cap) and raise
+`AnswerTooLarge` past it. The aiohttp wire dials only addresses `endpoints.hosts` allows: a name is
+resolved once per connection by `CheckedResolver`, every address checked, and the connection goes to a
+checked address (aiohttp connects to what its resolver returns), so DNS rebinding cannot slip a
+link-local address in; an IP literal is checked before anything is sent.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import socket
 import ssl
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -19,6 +27,14 @@ from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
 import httpx
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from hvsync_backend.endpoints import hosts
+
+#: Default cap on one Proxmox answer: a 1,000-guest cluster's largest answer is far below it
+#: (docs/backend.md, "Answer size caps"); `HVSYNC_PROXMOX_MAX_ANSWER_BYTES` sets it.
+DEFAULT_MAX_ANSWER_BYTES = 32 * 1024 * 1024
+_CHUNK = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -35,12 +51,74 @@ class Answer:
 
 
 class SendFailed(Exception):
-    """No answer came: refused, DNS, TLS, or the timeout passed (`timed_out`)."""
+    """No answer came: refused, DNS, TLS, or the timeout passed (`timed_out`). `refused`: the backend
+    would not dial the address (`endpoints.hosts`); nothing was sent and retrying cannot help."""
 
-    def __init__(self, cause: BaseException, *, timed_out: bool) -> None:
+    def __init__(self, cause: BaseException, *, timed_out: bool, refused: bool = False) -> None:
         super().__init__(str(cause))
-        self.kind = type(cause).__name__
+        self.kind = "HostRefused" if refused else type(cause).__name__
         self.timed_out = timed_out
+        self.refused = refused
+
+
+class AnswerTooLarge(Exception):
+    """The answer is longer than the cap; reading stopped there (nothing of it is used)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"answer larger than the {limit}-byte limit (HVSYNC_PROXMOX_MAX_ANSWER_BYTES)")
+        self.limit = limit
+
+
+class _Refused(OSError):
+    """HostRefused as aiohttp's resolver must raise it (an OSError), unwrapped again by the wire."""
+
+
+class CheckedResolver(AbstractResolver):
+    """aiohttp resolver over `hosts.resolve_checked`: every address checked, only those returned."""
+
+    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> list[ResolveResult]:
+        try:
+            addresses = await hosts.resolve_checked(host, port)
+        except hosts.HostRefused as exc:
+            raise _Refused(str(exc)) from None
+        return [
+            {
+                "hostname": host,
+                "host": address,
+                "port": port,
+                "family": socket.AF_INET6 if ":" in address else socket.AF_INET,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+            for address in addresses
+        ]
+
+    async def close(self) -> None:
+        return None
+
+
+def _literal_refusal(base_url: str) -> str | None:
+    """Why the URL's host, when an IP literal, may not be dialled (aiohttp skips the resolver for it)."""
+    host = urlsplit(base_url).hostname or ""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    reason = hosts.refusal(address)
+    return None if reason is None else f"{host} {reason}"
+
+
+def _refused_cause(exc: BaseException) -> _Refused | None:
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, _Refused):
+            return cause
+        cause = getattr(cause, "os_error", None) or cause.__cause__
+    return None
+
+
+def _too_large(declared: str | None, limit: int) -> bool:
+    return declared is not None and declared.isdigit() and int(declared) > limit
 
 
 class Wire(Protocol):
@@ -89,9 +167,19 @@ class AiohttpWire:
     them, but read once: aiohttp's `trust_env` reads them and ~/.netrc again on every request
     (0.1-0.4 ms of CPU each in a probe; a whole read costs about 0.16 ms without it)."""
 
-    def __init__(self, base_url: str, *, verify: bool, timeout: float, headers: dict[str, str]) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        verify: bool,
+        timeout: float,
+        headers: dict[str, str],
+        max_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.verify = verify
+        self.max_bytes = max_bytes
+        self._refusal = _literal_refusal(self.base_url)
         self.timeout = aiohttp.ClientTimeout(
             total=None, connect=timeout, sock_connect=timeout, sock_read=timeout
         )
@@ -103,7 +191,9 @@ class AiohttpWire:
     def _new_session(self) -> aiohttp.ClientSession:
         tls: ssl.SSLContext | bool = ssl.create_default_context() if self.verify else False
         return aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=tls), timeout=self.timeout, headers=self.headers
+            connector=aiohttp.TCPConnector(ssl=tls, resolver=CheckedResolver()),
+            timeout=self.timeout,
+            headers=self.headers,
         )
 
     async def send(
@@ -115,6 +205,8 @@ class AiohttpWire:
         form: dict[str, Any] | None,
         headers: dict[str, str],
     ) -> Answer:
+        if self._refusal is not None:
+            raise SendFailed(hosts.HostRefused(self._refusal), timed_out=False, refused=True)
         body = None
         if form is not None:
             body = urlencode(_pairs(form)).encode()
@@ -145,9 +237,18 @@ class AiohttpWire:
                 allow_redirects=False,
                 proxy=self.proxy,
             ) as response:
-                content = await response.read()
-                return Answer(response.status, response.reason or "", content)
+                if _too_large(response.headers.get("Content-Length"), self.max_bytes):
+                    raise AnswerTooLarge(self.max_bytes)
+                content = bytearray()
+                async for chunk in response.content.iter_chunked(_CHUNK):
+                    content += chunk
+                    if len(content) > self.max_bytes:
+                        raise AnswerTooLarge(self.max_bytes)
+                return Answer(response.status, response.reason or "", bytes(content))
         except (aiohttp.ClientError, TimeoutError) as exc:
+            refused = _refused_cause(exc)
+            if refused is not None:
+                raise SendFailed(hosts.HostRefused(str(refused)), timed_out=False, refused=True) from None
             raise SendFailed(exc, timed_out=isinstance(exc, TimeoutError)) from None
 
     async def aclose(self) -> None:
@@ -168,7 +269,9 @@ class HttpxWire:
         timeout: float,
         headers: dict[str, str],
         transport: httpx.AsyncBaseTransport,
+        max_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
+        self.max_bytes = max_bytes
         self._http = httpx.AsyncClient(
             base_url=base_url,
             verify=verify,
@@ -189,12 +292,19 @@ class HttpxWire:
     ) -> Answer:
         data = dict(_pairs(form)) if form is not None else None
         try:
-            response = await self._http.request(
+            async with self._http.stream(
                 method, path, params=dict(_pairs(params)), data=data, headers=headers
-            )
+            ) as response:
+                if _too_large(response.headers.get("Content-Length"), self.max_bytes):
+                    raise AnswerTooLarge(self.max_bytes)
+                content = bytearray()
+                async for chunk in response.aiter_bytes(_CHUNK):
+                    content += chunk
+                    if len(content) > self.max_bytes:
+                        raise AnswerTooLarge(self.max_bytes)
         except httpx.TransportError as exc:
             raise SendFailed(exc, timed_out=isinstance(exc, httpx.TimeoutException)) from None
-        return Answer(response.status_code, response.reason_phrase, response.content)
+        return Answer(response.status_code, response.reason_phrase, bytes(content))
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -207,8 +317,16 @@ def open_wire(
     timeout: float,
     headers: dict[str, str],
     transport: httpx.AsyncBaseTransport | None = None,
+    max_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
 ) -> Wire:
     """aiohttp, unless an httpx transport is given."""
     if transport is not None:
-        return HttpxWire(base_url, verify=verify, timeout=timeout, headers=headers, transport=transport)
-    return AiohttpWire(base_url, verify=verify, timeout=timeout, headers=headers)
+        return HttpxWire(
+            base_url,
+            verify=verify,
+            timeout=timeout,
+            headers=headers,
+            transport=transport,
+            max_bytes=max_bytes,
+        )
+    return AiohttpWire(base_url, verify=verify, timeout=timeout, headers=headers, max_bytes=max_bytes)

@@ -18,6 +18,7 @@ import httpx
 
 from hvsync_backend.inventory import tokens
 from hvsync_backend.inventory.apply_path import ApplyOffer
+from hvsync_backend.inventory.dial import checked_transport
 from hvsync_backend.inventory.errors import (
     NetBoxAuthError,
     NetBoxError,
@@ -32,6 +33,7 @@ from hvsync_backend.wire import change_sets
 
 __all__ = [
     "BRANCH_HEADER",
+    "DEFAULT_MAX_ANSWER_BYTES",
     "KEEPALIVE_EXPIRY",
     "NetBoxConfig",
     "NetBoxTransport",
@@ -43,6 +45,12 @@ __all__ = [
 BRANCH_HEADER = "X-NetBox-Branch"
 #: Seconds an idle keep-alive connection is kept for reuse (below gunicorn's default keepalive of 2 s).
 KEEPALIVE_EXPIRY = 1.5
+#: Default cap on one NetBox answer: a 1,000-object page of the largest list is far below it
+#: (docs/backend.md, "Answer size caps"); `HVSYNC_NETBOX_MAX_ANSWER_BYTES` sets it.
+DEFAULT_MAX_ANSWER_BYTES = 32 * 1024 * 1024
+_CHUNK = 64 * 1024
+#: Headers that describe the bytes as sent, not as read (the answer kept is decoded already).
+_DECODED_AWAY = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,8 @@ class NetBoxConfig:
     apply_chunk: int = 100
     #: Use the plugin's apply path when it offers one (False: REST list writes only)
     apply_path: bool = True
+    #: Longest NetBox answer read (bytes): reading stops there and the request fails naming the limit.
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
     #: Builds the client's HTTP transport (None: the network); set from `BackendContext.netbox_transport`.
     transport: Callable[[], httpx.AsyncBaseTransport] | None = field(default=None, repr=False, compare=False)
     #: Told about every request the client sends (the backend's metrics); None: nobody.
@@ -129,6 +139,10 @@ class NetBoxTransport:
             max_connections=config.read_concurrency + config.write_concurrency + 2,
             keepalive_expiry=KEEPALIVE_EXPIRY,
         )
+        if transport is None and config.transport is not None:
+            transport = config.transport()
+        if transport is None:  # the network: only addresses endpoints.hosts allows (inventory/dial.py)
+            transport = checked_transport(config.url, verify=config.verify_ssl, limits=limits)
         self._http = httpx.AsyncClient(
             base_url=config.url.rstrip("/") + "/api/",
             headers=headers,
@@ -136,7 +150,7 @@ class NetBoxTransport:
             timeout=httpx.Timeout(config.timeout, connect=min(config.timeout, 10.0)),
             limits=limits,
             follow_redirects=False,
-            transport=transport if transport is not None or config.transport is None else config.transport(),
+            transport=transport,
         )
         self._reads = asyncio.Semaphore(config.read_concurrency)
         #: Write requests in flight at once (the write strategies take a slot per batch).
@@ -221,8 +235,35 @@ class NetBoxTransport:
             ) from None
 
     async def _send(self, method: str, path: str, params: dict[str, Any] | None, json: Any) -> httpx.Response:
-        request = self._http.request(method, path, params=params, json=json)
-        return await observed(self.config.observer, method, request)
+        return await observed(self.config.observer, method, self._read(method, path, params, json))
+
+    async def _read(self, method: str, path: str, params: dict[str, Any] | None, json: Any) -> httpx.Response:
+        """Send and read the answer streamed, at most `max_answer_bytes` of it (decoded): past the cap
+        reading stops and the request fails naming the limit (NetBoxHTTPError, status None)."""
+        limit = self.config.max_answer_bytes
+        request = self._http.build_request(method, path, params=params, json=json)
+        response = await self._http.send(request, stream=True)
+        try:
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > limit:
+                raise self._too_large(method, path, limit)
+            content = bytearray()
+            async for chunk in response.aiter_bytes(_CHUNK):
+                content += chunk
+                if len(content) > limit:
+                    raise self._too_large(method, path, limit)
+        finally:
+            await response.aclose()
+        headers = [(k, v) for k, v in response.headers.items() if k.lower() not in _DECODED_AWAY]
+        return httpx.Response(response.status_code, headers=headers, content=bytes(content), request=request)
+
+    @staticmethod
+    def _too_large(method: str, path: str, limit: int) -> NetBoxHTTPError:
+        return NetBoxHTTPError(
+            f"NetBox's answer to {method} /api/{path} is larger than the {limit}-byte limit "
+            "(HVSYNC_NETBOX_MAX_ANSWER_BYTES); nothing of it was used",
+            path=f"/api/{path}",
+        )
 
     def _error(self, response: httpx.Response, method: str, path: str) -> NetBoxError:
         try:

@@ -48,5 +48,6 @@ async def load_targets(
         transport=context.netbox_transport,
         observer=context.metrics.observer("netbox"),
         apply_path=context.settings.netbox_apply_path,
+        max_answer_bytes=context.settings.netbox_max_answer_bytes,
     )
     return RunTargets(config, sources)
