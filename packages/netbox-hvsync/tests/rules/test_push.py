@@ -299,3 +299,20 @@ def test_secrets_only_travel_in_bodies_and_headers(ctx, status) -> None:
     )
     push_hv_endpoint(t, ctx, HV)
     assert HV_SECRET not in t.calls[0].url and json.dumps(t.calls[0].json) == "null"
+
+
+@pytest.mark.parametrize("ip", ["169.254.169.254", "::ffff:127.0.0.1", "0.0.0.0", "fd00:ec2::254"])
+def test_a_refused_address_is_never_pushed(ctx, ip: str) -> None:
+    """Issue 39 (SSRF): the IP an endpoint links to can change in IPAM after the endpoint was validated;
+    the push refuses it by field and sends nothing (no credential reaches the backend for that target)."""
+    from dataclasses import replace
+
+    t = FakeTransport().on("GET", "/inventory/endpoint", FakeResponse(200, []))
+    t.on("GET", "/hv/endpoints", FakeResponse(200, []))
+    inventory = push_inventory_endpoint(t, ctx, replace(INV, ip_address=ip))
+    hv = push_hv_endpoint(t, ctx, replace(HV, domain="", ip_address=ip))
+    for result in (inventory, hv):
+        assert not result.ok and result.failure_kind == APPLICATION and "ip_address" in result.error
+    assert t.calls == []
+    numeric = push_hv_endpoint(t, ctx, replace(HV, domain="0x7f.1"))
+    assert not numeric.ok and "domain" in numeric.error and t.calls == []

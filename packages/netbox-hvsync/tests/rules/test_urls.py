@@ -155,3 +155,51 @@ def test_bare_ipv6_literals_keep_the_separate_port() -> None:
     assert backend_url_target("fd00::5", 8800).base_url == "https://[fd00::5]:8800"
     assert backend_url_target("10.0.0.5", 8800).base_url == "https://10.0.0.5:8800"
     assert backend_url_target("[fd00::5]:9000", 8800).base_url == "https://[fd00::5]:9000"
+
+
+SSRF = CORPUS["server-side request forgery"]
+
+
+@pytest.mark.parametrize("url", SSRF)
+def test_ssrf_hosts_are_refused_as_endpoint_domains_or_ips(url: str) -> None:
+    """Issue 39: the host of every SSRF URL is refused as an inventory or Proxmox endpoint's domain/IP too,
+    naming the field."""
+    from netbox_hvsync.rules.urls import check_endpoint_host
+
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname if "://" in url else url
+    assert host
+    for field in ("domain", "ip_address"):
+        with pytest.raises(TargetError) as info:
+            check_endpoint_host(host, field)
+        assert info.value.field == field, (url, host)
+
+
+@pytest.mark.parametrize("url", CORPUS["_loopback_allowed"])
+def test_loopback_stays_allowed(url: str) -> None:
+    """SPEC 2.3: the inventory push substitutes a loopback IP; a backend on the NetBox host is supported."""
+    from urllib.parse import urlsplit
+
+    from netbox_hvsync.rules.urls import check_endpoint_host
+
+    assert backend_url_target(url, 8800).base_url == url
+    host = urlsplit(url).hostname
+
+    assert check_endpoint_host(host, "domain") == host
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("pve.example.net", "pve.example.net"),
+        ("0x10.example", "0x10.example"),
+        ("10.0.0.5", "10.0.0.5"),
+        ("fd00::5", "fd00::5"),
+        ("", None),
+    ],
+)
+def test_ordinary_endpoint_hosts_pass(value: str, expected: str | None) -> None:
+    from netbox_hvsync.rules.urls import check_endpoint_host
+
+    assert check_endpoint_host(value, "domain") == expected

@@ -26,7 +26,7 @@ from netbox_hvsync.rules.grants import (
     endpoint_label,
     touched_toggles,
 )
-from netbox_hvsync.rules.urls import TargetError, backend_url_target
+from netbox_hvsync.rules.urls import TargetError, backend_url_target, check_endpoint_host
 
 from .base import EncryptedCredentialsMixin, encrypted_property, presence_property
 
@@ -40,6 +40,23 @@ __all__ = (
 )
 
 PORT_VALIDATORS = [MinValueValidator(1), MaxValueValidator(65535)]
+
+
+def host_errors(instance: Any, fields: Collection[str] = ("domain", "ip_address")) -> dict[str, str]:
+    """Field errors for a domain or linked IP address the backend must never dial (issue 39: link-local,
+    unspecified, IPv4-mapped, metadata, numeric names; `rules.urls.check_endpoint_host`)."""
+    errors: dict[str, str] = {}
+    for name in fields:
+        if name == "ip_address":
+            ip = instance.ip_address if instance.ip_address_id else None
+            value = str(ip.address.ip) if ip is not None and ip.address is not None else None
+        else:
+            value = getattr(instance, name, None)
+        try:
+            check_endpoint_host(value, name)
+        except TargetError as exc:
+            errors[exc.field] = exc.message
+    return errors
 
 
 class BackendEndpoint(EncryptedCredentialsMixin, NetBoxModel):
@@ -102,6 +119,8 @@ class BackendEndpoint(EncryptedCredentialsMixin, NetBoxModel):
                 backend_url_target(self.url, self.port)
             except TargetError as exc:  # SPEC 5.2.5: refused before any request, naming the field
                 raise ValidationError({exc.field: exc.message}) from None
+        if errors := host_errors(self, ("ip_address",)):
+            raise ValidationError(errors)
 
     def get_key_state_color(self) -> str:
         return KeyStateChoices.colors.get(self.key_state)
@@ -151,6 +170,10 @@ class InventoryEndpoint(EncryptedCredentialsMixin, NetBoxModel):
     def get_absolute_url(self) -> str:
         return reverse("plugins:netbox_hvsync:inventoryendpoint", args=[self.pk])
 
+    def other_enabled(self) -> InventoryEndpoint | None:
+        """The other enabled inventory endpoint, if any (at most one may be enabled)."""
+        return InventoryEndpoint.objects.filter(enabled=True).exclude(pk=self.pk).order_by("pk").first()
+
     token = encrypted_property("token_ciphertext", "NetBox's API token secret in plaintext.")
     has_token = presence_property("token_ciphertext")
 
@@ -158,6 +181,16 @@ class InventoryEndpoint(EncryptedCredentialsMixin, NetBoxModel):
         super().clean()
         if not self.domain and not self.ip_address_id:
             raise ValidationError({"domain": "Give a domain name or an IP address."})
+        if errors := host_errors(self):
+            raise ValidationError(errors)
+        if self.enabled and (other := self.other_enabled()) is not None:
+            raise ValidationError(
+                {
+                    "enabled": f"Inventory endpoint {other.name!r} is already enabled: the backend holds one "
+                    "NetBox inventory, and two enabled endpoints would overwrite it in turn. Disable that one "
+                    "first, or save this one disabled."
+                }
+            )
         if self.token_version == TokenVersionChoices.V2 and not self.token_key:
             raise ValidationError({"token_key": "A v2 token needs its key."})
 
@@ -275,6 +308,7 @@ class HvEndpoint(EncryptedCredentialsMixin, NetBoxModel):
         errors: dict[str, str] = {}
         if not self.domain and not self.ip_address_id:
             errors["domain"] = "Give a domain name or an IP address."
+        errors.update(host_errors(self))
         methods = list(self.access_methods or [])
         if not methods:
             errors["access_methods"] = "Choose at least one access method."

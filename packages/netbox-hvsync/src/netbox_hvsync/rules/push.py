@@ -18,7 +18,7 @@ from .identity import rows_with_suffix
 from .records import HvEndpointRecord, InventoryEndpointRecord, identity_suffix, secrets_of
 from .redaction import redacted_detail, sweep_text
 from .transport import BackendContext, JsonAnswer, Transport, TransportError, call
-from .urls import canonical_host, canonical_ip
+from .urls import TargetError, canonical_host, canonical_ip, check_endpoint_host
 
 INVENTORY_PATH = "/inventory/endpoint"
 HV_PATH = "/hv/endpoints"
@@ -53,6 +53,17 @@ class Listing:
     error: str = ""
     status: int | None = None
     failure_kind: str | None = None
+
+
+def refused_host(what: str, record: InventoryEndpointRecord | HvEndpointRecord) -> PushResult | None:
+    """A record whose domain or IP the backend must never dial (issue 39) is not pushed: the IP address
+    it links to may have been changed in IPAM since the endpoint was validated."""
+    try:
+        check_endpoint_host(record.domain, "domain")
+        check_endpoint_host(record.ip_address, "ip_address")
+    except TargetError as exc:
+        return PushResult(False, f"{what} {record.pk}: {exc}; not pushed", None, failure_kind=APPLICATION)
+    return None
 
 
 def build_inventory_body(record: InventoryEndpointRecord) -> dict[str, Any]:
@@ -185,6 +196,8 @@ def push_inventory_endpoint(
         return PushResult(
             False, f"inventory endpoint {record.pk}: port is required", None, failure_kind=APPLICATION
         )
+    if (refused := refused_host("inventory endpoint", record)) is not None:
+        return refused
     listing = list_rows(transport, ctx, INVENTORY_PATH, timeout=timeout, secrets=secrets)
     if not listing.ok:
         return PushResult(False, listing.error, listing.status, failure_kind=listing.failure_kind)
@@ -232,6 +245,8 @@ def push_hv_endpoint(
     secrets = (*secrets_of(record), ctx.api_key)
     if record.port is None:
         return PushResult(False, f"hv endpoint {record.pk}: port is required", None, failure_kind=APPLICATION)
+    if (refused := refused_host("hv endpoint", record)) is not None:
+        return refused
     if rows is None:
         listing = list_rows(transport, ctx, HV_PATH, timeout=timeout, secrets=secrets)
         if not listing.ok:

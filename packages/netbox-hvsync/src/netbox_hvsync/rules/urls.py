@@ -4,6 +4,15 @@ The target URL or IP is canonicalized before the first request: authority inject
 path, query or fragment syntax are rejected; DNS names and IP values are validated; IPv6 literals
 are bracketed. The same host normalisation serves the identity rules, so "same target" means one
 thing everywhere.
+
+Server-side request forgery (issue 39): an address the backend or the plugin dials is never link-local
+(169.254.0.0/16, fe80::/10: the cloud metadata services live there), unspecified (0.0.0.0, ::),
+multicast, an IPv6 form that embeds an IPv4 address (IPv4-mapped ::ffff:a.b.c.d, IPv4-compatible
+::a.b.c.d, NAT64 and 6to4 forms embedding a refused one) or a known metadata address (fd00:ec2::254,
+100.100.100.200, metadata.google.internal); a "domain" that a resolver reads as a number (2130706433,
+127.1, 0x7f.1, 017700000001) is refused as a name. Loopback stays allowed: the inventory endpoint's
+pushed IP is the loopback substitute when no IP is linked (SPEC 2.3), and a backend or Proxmox endpoint
+on the NetBox host itself is a supported set-up (docs/plugin.md, "Addresses the plugin refuses").
 """
 
 from __future__ import annotations
@@ -19,6 +28,15 @@ SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+#: A label a resolver reads as a number (inet_aton: decimal, octal with a leading 0, hex with 0x).
+_NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$")
+#: Cloud instance-metadata services outside the link-local ranges (AWS IPv6 IMDS, Alibaba Cloud).
+METADATA_ADDRESSES = frozenset(
+    {ipaddress.ip_address("fd00:ec2::254"), ipaddress.ip_address("100.100.100.200")}
+)
+METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "metadata"})
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 _FORBIDDEN_CHARS = re.compile(r"[\s\\@%#?/\x00-\x1f\x7f]")
 
 
@@ -83,6 +101,68 @@ def canonical_ip(value: str) -> str | None:
         return None
 
 
+def forbidden_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """Why an address must never be dialled (server-side request forgery), or None; loopback is allowed."""
+    if address.is_unspecified:
+        return "is the unspecified address (0.0.0.0 or ::)"
+    if address.is_link_local:
+        return "is a link-local address (169.254.0.0/16, fe80::/10), where cloud metadata services live"
+    if address.is_multicast:
+        return "is a multicast address"
+    if address in METADATA_ADDRESSES:
+        return "is a cloud metadata service address"
+    if isinstance(address, ipaddress.IPv4Address):
+        if address == ipaddress.IPv4Address("255.255.255.255"):
+            return "is the broadcast address"
+        return None
+    if address.ipv4_mapped is not None:
+        return "is an IPv4-mapped IPv6 address; give the IPv4 address itself"
+    if address in _IPV4_COMPATIBLE and not address.is_loopback:
+        return "is an IPv4-compatible IPv6 address; give the IPv4 address itself"
+    embedded = address.sixtofour
+    if embedded is None and address in _NAT64:
+        embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if embedded is not None and forbidden_address(embedded) is not None:
+        return "embeds a refused IPv4 address (6to4 or NAT64)"
+    return None
+
+
+def forbidden_host(host: str) -> str | None:
+    """Why a canonical host (an IP literal or a DNS name) must never be dialled, or None."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return "is a cloud metadata service name" if host in METADATA_NAMES else None
+    return forbidden_address(address)
+
+
+def numeric_name(name: str) -> bool:
+    """Whether a resolver would read this name as a number (`2130706433`, `127.1`, `0x7f.1`, `0177.1`)."""
+    labels = name.lower().rstrip(".").split(".")
+    return all(_NUMERIC_LABEL.match(label) for label in labels) or labels[-1].isdigit()
+
+
+def check_endpoint_host(value: str | None, field: str) -> str | None:
+    """An endpoint's domain or IP address as the backend will dial it: its canonical form, None when blank.
+
+    Raises TargetError naming `field` for a value that is neither a valid DNS name nor an IP address, a
+    numeric "domain", or a refused address (`forbidden_host`). The message never echoes the value."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip()
+    host = canonical_ip(text)
+    if host is None:
+        if numeric_name(text):
+            raise TargetError(field, "is neither a valid DNS name nor an IP address: a numeric host must be dotted IPv4")
+        host = canonical_dns_name(text)
+    if host is None:
+        raise TargetError(field, "is neither a valid DNS name nor an IP address")
+    reason = forbidden_host(host)
+    if reason is not None:
+        raise TargetError(field, reason)
+    return host
+
+
 def canonical_dns_name(value: str) -> str | None:
     """Lower-cased DNS name without trailing dot, or None when it is not a valid hostname."""
     name = value.strip().lower()
@@ -141,6 +221,7 @@ def canonicalize_target(
 
     bare_ip = canonical_ip(text) if "/" not in text else None
     if bare_ip is not None:
+        _refuse_forbidden(bare_ip, field)
         return _with_port(default_scheme, bare_ip, None, port, field)
 
     candidate = text if "://" in text else f"{default_scheme}://{text}"
@@ -177,11 +258,20 @@ def canonicalize_target(
     if authority.startswith("[") != (":" in hostname):
         raise TargetError(field, "IPv6 addresses must be bracketed in a URL")
     host = canonical_ip(hostname) if ":" in hostname or hostname[-1:].isdigit() else None
+    if host is None and numeric_name(hostname):
+        raise TargetError(field, "is neither a valid DNS name nor an IP address: a numeric host must be dotted IPv4")
     if host is None:
         host = canonical_dns_name(hostname)
     if host is None:
         raise TargetError(field, f"{hostname!r} is neither a valid DNS name nor an IP address")
+    _refuse_forbidden(host, field)
     return _with_port(scheme, host, url_port, port, field)
+
+
+def _refuse_forbidden(host: str, field: str) -> None:
+    reason = forbidden_host(host)
+    if reason is not None:
+        raise TargetError(field, f"host {reason}")
 
 
 def backend_url_target(url: str, port: object | None) -> CanonicalTarget:
