@@ -164,9 +164,9 @@ SSRF = CORPUS["server-side request forgery"]
 def test_ssrf_hosts_are_refused_as_endpoint_domains_or_ips(url: str) -> None:
     """Issue 39: the host of every SSRF URL is refused as an inventory or Proxmox endpoint's domain/IP too,
     naming the field."""
-    from netbox_hvsync.rules.urls import check_endpoint_host
-
     from urllib.parse import urlsplit
+
+    from netbox_hvsync.rules.urls import check_endpoint_host
 
     host = urlsplit(url).hostname if "://" in url else url
     assert host
