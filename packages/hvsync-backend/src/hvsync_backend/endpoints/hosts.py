@@ -104,7 +104,7 @@ def check_address(address: IPAddress, *, where: str = "") -> IPAddress:
     """`address`, or HostRefused naming it and the reason."""
     reason = refusal(address)
     if reason is not None:
-        raise HostRefused(f"{where}{address} {reason}")
+        raise HostRefused(f"{where}{address}, which {reason}" if where else f"{address} {reason}")
     return address
 
 
@@ -178,7 +178,7 @@ async def resolve_checked(host: str, port: int) -> list[str]:
     except ValueError:
         check_domain_text(text)
     else:
-        return [str(check_address(literal, where=f"{host}: "))]
+        return [str(check_address(literal))]
     addresses = await lookup(text, port)
     if not addresses:
         raise OSError(f"{host} did not resolve")
