@@ -4,12 +4,20 @@
 Starts the Proxmox VE emulator (demo scenario, HTTPS like a real Proxmox on its own port), the hvsync
 backend, and a real NetBox with the plugin and an RQ worker; registers the endpoints; runs the full
 update; prints what landed in NetBox and how to log in; and stops what it started on Ctrl-C.
-`--no-wait` stops right after the summary (used by CI to prove the demo works).
+`--no-wait` stops right after the summary (used by CI to prove the demo works); `--no-sync` starts and
+configures everything but leaves the first full sync to the operator (the UI's full-update button).
+
+Stopping: SIGINT (Ctrl-C) and SIGTERM, while it starts things or while it waits, both stop everything it
+started (the emulator, the backend, the NetBox instance and its worker) and free their ports; a second
+signal while it stops is ignored, so the stop is not cut short. The emulator and the backend run in
+their own sessions (a Ctrl-C in the terminal does not reach them): the launcher stops them.
+INSTANCE and STATE can be set with HVSYNC_DEMO_INSTANCE and HVSYNC_DEMO_STATE (tests use their own).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -23,9 +31,29 @@ import httpx
 from netbox_instance import read_env  # the env file's one reader, beside its writer
 
 REPO = Path(__file__).resolve().parents[1]
-STATE = REPO / ".demo"
+STATE = Path(os.environ.get("HVSYNC_DEMO_STATE", REPO / ".demo"))
 BIN = REPO / ".venv" / "bin"
-INSTANCE = "demo"
+INSTANCE = os.environ.get("HVSYNC_DEMO_INSTANCE", "demo")
+#: how long a child gets to end after SIGTERM before it is killed, and how long `down` may take
+STOP_GRACE = 10
+DOWN_TIMEOUT = 120
+
+
+class Stopped(BaseException):
+    """SIGINT or SIGTERM arrived: unwinds whatever the launcher was doing (a BaseException, like
+    KeyboardInterrupt, so no `except Exception` on the way swallows it) into `finally: stop()`."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, frame: object) -> None:
+    raise Stopped(signum)
+
+
+def _ignore_while_stopping(signum: int, frame: object) -> None:
+    say(f"{signal.Signals(signum).name} while stopping: still stopping")
 
 
 def say(msg: str) -> None:
@@ -72,17 +100,35 @@ class Demo:
         )
 
     def stop(self) -> None:
+        """Stop every child (its whole process group) and the NetBox instance; bounded in time."""
         for child in self.children.values():
             if child.poll() is None:
-                os.killpg(child.pid, signal.SIGTERM)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGTERM)
         for child in self.children.values():
             try:
-                child.wait(timeout=10)
+                child.wait(timeout=STOP_GRACE)
             except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+            # what the child started in its session (a server's workers) goes with it
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGKILL)
         subprocess.run(
-            [str(BIN / "python"), str(REPO / "tools" / "netbox_instance.py"), "down", "--name", self.instance]
+            [
+                str(BIN / "python"),
+                str(REPO / "tools" / "netbox_instance.py"),
+                "down",
+                "--name",
+                self.instance,
+            ],
+            timeout=DOWN_TIMEOUT,
         )
+
+    def dead_child(self) -> str | None:
+        """The name of a child that has ended on its own, if any."""
+        return next((name for name, child in self.children.items() if child.poll() is not None), None)
 
     def start_netbox(self) -> dict[str, str]:
         say("starting NetBox 4.7.3 with the hvsync plugin (first run migrates once, ~5-10 minutes)")
@@ -255,7 +301,12 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--no-wait", action="store_true", help="stop everything after the summary")
+    parser.add_argument("--no-sync", action="store_true", help="start and configure everything, run no sync")
     args = parser.parse_args()
+    # from here on, SIGINT and SIGTERM unwind into `finally: demo.stop()` wherever they arrive
+    signal.signal(signal.SIGINT, _raise_stopped)
+    signal.signal(signal.SIGTERM, _raise_stopped)
+    waiting = False
     demo = Demo()
     try:
         netbox = demo.start_netbox()
@@ -264,25 +315,35 @@ def main() -> int:
         plugin = Plugin(netbox)
         key = configure_plugin(plugin, backend, emulator)
         runner_config = write_runner_config(backend, key)
-        job = run_sync_job(plugin)
-        ok = print_summary(job)
+        job = None if args.no_sync else run_sync_job(plugin)
+        ok = print_summary(job) if job else True
         say(
             f"NetBox: {netbox['NETBOX_URL']}  (log in as {netbox['NETBOX_ADMIN_USER']}/{netbox['NETBOX_ADMIN_PASSWORD']})"
         )
-        say(f"sync run page: {netbox['NETBOX_URL']}/plugins/hvsync/sync-runs/{job['id']}/")
+        if job:
+            say(f"sync run page: {netbox['NETBOX_URL']}/plugins/hvsync/sync-runs/{job['id']}/")
         say(f"backend: {backend}/docs   emulator: {emulator}/docs   logs: {STATE}")
         say(f"metrics: {backend}/metrics (with the X-Service-API-Key header; key in {runner_config})")
         say(f"terminal runner: .venv/bin/hvsync-backend sync --config {runner_config} --all")
         if args.no_wait:
             return 0 if ok else 1
         say("running; press Ctrl-C to stop")
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
-        return 0
-    except KeyboardInterrupt:
-        return 0
+        waiting = True
+        # Sleep in short steps (a signal's handler runs between them and raises Stopped), watching
+        # the children: one that dies takes the demo down with it instead of leaving half a stack.
+        while (dead := demo.dead_child()) is None:
+            time.sleep(0.5)
+        say(f"the {dead} ended on its own (log: {demo.state / (dead + '.log')})")
+        return 1
+    except Stopped as stopped:
+        say(f"{stopped}: stopping everything")
+        return 0 if waiting else 128 + stopped.signum
     finally:
+        signal.signal(signal.SIGINT, _ignore_while_stopping)
+        signal.signal(signal.SIGTERM, _ignore_while_stopping)
         say("stopping")
         demo.stop()
+        say("stopped")
 
 
 if __name__ == "__main__":
