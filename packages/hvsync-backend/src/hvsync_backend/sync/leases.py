@@ -10,6 +10,11 @@ run holds is refused with the holder named. Dry runs write nothing and take no l
 A run started for a caller's job (`job=` on the stream) can be cancelled by that job id from any worker
 (`request_cancel`): the flag is set on its rows, the run's watcher sees it within CANCEL_POLL_SECONDS and
 stops the run, which ends with a `complete` saying it was cancelled.
+
+A job reclaims its own leases (issue 39): when the plugin's stream broke and it runs the stage again (on
+another address of this backend), the earlier run of the same job still holds the pairs. A run whose every
+conflicting holder is an earlier run of the same non-empty job asks those runs to stop, waits up to
+RECLAIM_WAIT_SECONDS for their leases to go, and takes the pairs; another job's lease is never reclaimed.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ LEASE_SECONDS = 120.0
 RENEW_SECONDS = 30.0
 #: How often a live run looks for a cancel request.
 CANCEL_POLL_SECONDS = 2.0
+#: How long a run waits for an earlier run of its own job to stop and release the pairs it wants.
+RECLAIM_WAIT_SECONDS = 3 * CANCEL_POLL_SECONDS + 4.0
 
 
 class RunCancelled(Exception):
@@ -55,10 +62,40 @@ class Leases:
         self.session_factory = factory
 
     def acquire(self, run_id: str, pairs: Iterable[tuple[int, str]], job: str = "") -> None:
-        """Take every pair or none; raises LeaseHeld naming a current holder."""
+        """Take every pair or none; raises LeaseHeld naming a current holder. Pairs held only by earlier runs
+        of the same `job` are reclaimed (those runs are asked to stop first)."""
         wanted = sorted(set(pairs))
         if not wanted:
             return
+        try:
+            self._take(run_id, wanted, job)
+        except LeaseHeld:
+            if not job or not self._reclaim(run_id, wanted, job):
+                raise
+            self._take(run_id, wanted, job)
+
+    def _reclaim(self, run_id: str, wanted: list[tuple[int, str]], job: str) -> bool:
+        """Ask the earlier runs of `job` holding `wanted` to stop; True once their leases are gone. False
+        (at once) when another job holds one of the pairs, or after RECLAIM_WAIT_SECONDS."""
+        live = tuple_(RunLease.endpoint_id, RunLease.stage).in_(wanted)
+        with session_scope(self.session_factory) as session:
+            holders = session.execute(
+                select(RunLease.job, RunLease.run_id).where(live, RunLease.expires_at >= time.time())
+            ).all()
+            if not holders or any(h_job != job or h_run == run_id for h_job, h_run in holders):
+                return not holders
+            session.execute(update(RunLease).where(live, RunLease.job == job).values(cancel_requested=True))
+        deadline = time.monotonic() + RECLAIM_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            with self.session_factory() as session:
+                if not session.execute(
+                    select(RunLease.run_id).where(live, RunLease.expires_at >= time.time())
+                ).first():
+                    return True
+        return False
+
+    def _take(self, run_id: str, wanted: list[tuple[int, str]], job: str) -> None:
         now = time.time()
         try:
             with session_scope(self.session_factory) as session:
