@@ -13,20 +13,25 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from hvsync_backend import __version__
-from hvsync_backend.api import endpoints, hv, keys, meta
+from hvsync_backend.api import docs, endpoints, hv, keys, meta
 from hvsync_backend.api import metrics as metrics_api
 from hvsync_backend.api import sync as sync_api
+from hvsync_backend.auth.gate import KeyGate
 from hvsync_backend.config import Settings
 from hvsync_backend.context import BackendContext, NotReady, build_context
+from hvsync_backend.db.session import head_revision
 from hvsync_backend.endpoints.crypto import CredentialDecryptError
 from hvsync_backend.endpoints.schemas import SECRET_FIELDS
 from hvsync_backend.errors import FieldError
+from hvsync_backend.slashes import BothSlashForms
+from hvsync_backend.sse.runs import RunRegistry
 
 log = logging.getLogger("hvsync_backend")
 
 # Add new routers here (one line each); every protected router depends on auth.dependency.require_api_key.
 ROUTERS: list[APIRouter] = [
     meta.router,
+    docs.router,  # /docs, /redoc and their assets, served locally (no CDN)
     keys.router,
     endpoints.router,
     hv.router,
@@ -99,9 +104,17 @@ def create_app(settings: Settings | None = None, context: BackendContext | None 
         "Send the key in the `X-Service-API-Key` header.",
         lifespan=lifespan,
         responses={400: {"model": keys.DetailOut, "description": "request body could not be parsed"}},
+        docs_url=None,  # served by api/docs.py from local files
+        redoc_url=None,
+        redirect_slashes=False,  # BothSlashForms serves both forms instead of a Host-built redirect
     )
     app.state.context = context
+    app.state.sync_runs = RunRegistry(max_active=settings.max_concurrent_runs)
+    head_revision(context.engine)  # read the shipped migrations once, here, not on every /health
     _install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    # Outermost last: the slash forms are settled before the gate looks the path up.
+    app.add_middleware(KeyGate, backend=app)
+    app.add_middleware(BothSlashForms, router=app.router)
     return app

@@ -48,19 +48,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from hvsync_backend.app import create_app
+    from hvsync_backend.serving import uvicorn_config
 
     settings = Settings()
     host = args.host or settings.host
     port = args.port or settings.port
     app = create_app(settings)
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level=settings.log_level,
-        proxy_headers=False,  # client IPs for lockout come from HVSYNC_TRUSTED_PROXIES only
-        server_header=False,
-    )
+    # header and keep-alive timeouts, connection cap, header size: docs/backend.md "Limits"
+    uvicorn.Server(uvicorn_config(app, settings, host, port)).run()
     return 0
 
 

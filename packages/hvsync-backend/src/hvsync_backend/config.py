@@ -57,6 +57,12 @@ class Settings(BaseSettings):
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
     lockout_threshold: int = Field(default=5, ge=1)
     lockout_seconds: float = Field(default=300.0, gt=0)
+    # Failures age out of this sliding window (per IP and for the global budget); threshold failures
+    # within it lock the IP for lockout_seconds.
+    lockout_window_seconds: float = Field(default=300.0, gt=0)
+    # Failed authentications from all addresses together within the window; once spent, no key is
+    # bcrypt-checked (429) until the oldest failure ages out. Keys already verified still work.
+    lockout_global_budget: int = Field(default=50, ge=1)
     bcrypt_rounds: int = Field(default=12, ge=4, le=16)
     # How long a cached verification is trusted before the key's row is re-read. Changes made through
     # this process's API apply at once regardless; this bounds how late a change made by another process
@@ -84,6 +90,20 @@ class Settings(BaseSettings):
     job_reads_keep_seconds: float = Field(default=60.0, ge=0, le=3600)
     job_reads_max_jobs: int = Field(default=4, ge=1, le=64)
     log_level: str = "info"
+    # --- limits against hostile load (docs/backend.md "Limits") ---
+    # Request bodies above this are refused with 413 before they are read whole (every real body is a
+    # few KiB: endpoint records, a key label).
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, le=1_073_741_824)
+    # Stage runs (streams, the full update) running at once; one more is refused with 503 naming it.
+    max_concurrent_runs: int = Field(default=8, ge=1, le=256)
+    # `serve`: seconds a connection may take to send a request's headers (from connect, or from the end
+    # of the previous response) before it is closed; idle keep-alive connections close after
+    # keep_alive_seconds; at most max_connections connections and requests at once (more get 503);
+    # header block at most max_header_bytes.
+    header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    keep_alive_seconds: int = Field(default=5, ge=1, le=300)
+    max_connections: int = Field(default=512, ge=8, le=65536)
+    max_header_bytes: int = Field(default=65536, ge=4096, le=1_048_576)
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

@@ -73,7 +73,11 @@ def build_context(settings: Settings, migrate: bool = True) -> BackendContext:
         session_factory=factory,
         keys=KeyStore(factory, settings.bcrypt_rounds, VerificationCache(), slots=settings.bcrypt_slots),
         lockout=LockoutTracker(
-            settings.lockout_threshold, settings.lockout_seconds, on_lock=metrics.locked_out
+            settings.lockout_threshold,
+            settings.lockout_seconds,
+            on_lock=metrics.locked_out,
+            window=settings.lockout_window_seconds,
+            global_budget=settings.lockout_global_budget,
         ),
         proxmox=ProxmoxClientPool(
             observer=metrics.observer("proxmox"), max_answer_bytes=settings.proxmox_max_answer_bytes

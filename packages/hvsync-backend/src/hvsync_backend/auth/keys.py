@@ -35,6 +35,17 @@ def key_id_hint(presented: str) -> int | None:
     return None
 
 
+#: A password nobody holds: a wrong ``hvsk_<id>_...`` key naming no active key is checked against a hash
+#: of it, so the answer takes as long as when key ``<id>`` exists (its existence does not leak by timing).
+_DUMMY_SECRET = "hvsync-no-such-key-" + "0" * 40
+
+
+def _rounds_of(key_hash: bytes) -> int | None:
+    """The cost of a ``$2b$NN$...`` hash (None when it is not one)."""
+    parts = key_hash.split(b"$")
+    return int(parts[2]) if len(parts) > 3 and parts[2].isdigit() else None
+
+
 class VerificationBusy(Exception):
     """Every bcrypt slot stayed taken for VERIFY_WAIT seconds: answer 503 and let the client retry."""
 
@@ -70,6 +81,13 @@ class KeyStore:
         self._bcrypt_slots = threading.BoundedSemaphore(slots)
         self._in_flight: dict[bytes, threading.Lock] = {}
         self._in_flight_guard = threading.Lock()
+        self._dummies: dict[int, bytes] = {}
+
+    def _dummy_hash(self, rounds: int) -> bytes:
+        """A fixed hash at the cost the stored keys use (made once per cost)."""
+        if rounds not in self._dummies:
+            self._dummies[rounds] = hash_key(_DUMMY_SECRET, rounds)
+        return self._dummies[rounds]
 
     # --- reads -----------------------------------------------------------------------------------------
     def has_any_key(self) -> bool:
@@ -120,6 +138,10 @@ class KeyStore:
         if self.cache.is_known_miss(fingerprint, active_ids):
             return None
         candidates = [row for row in rows if row[0] == hinted and row[2]]
+        if hinted is not None and not candidates:
+            # The named key does not exist (or is inactive): spend the same bcrypt check on a dummy.
+            rounds = next((r for r in (_rounds_of(row[1]) for row in rows) if r), self._rounds)
+            candidates = [(-1, self._dummy_hash(rounds), True)]
         candidates += [row for row in rows if not row[2]]
         if not candidates:
             return None
@@ -129,6 +151,7 @@ class KeyStore:
             match = next(
                 (key_id for key_id, key_hash, _ in candidates if check_key(presented, key_hash)), None
             )
+            match = None if match == -1 else match
         finally:
             self._bcrypt_slots.release()
         if match is None:
@@ -158,6 +181,7 @@ class KeyStore:
             except IntegrityError as exc:
                 raise AlreadyExists from exc
             self.cache.clear()
+            self.cache.put(self.cache.fingerprint(raw_key), row.id)
             return KeyView.of(row)
 
     def create(self, label: str = "", raw_key: str | None = None) -> tuple[KeyView, str]:
@@ -171,7 +195,8 @@ class KeyStore:
             session.flush()
             raw = raw_key or f"{GENERATED_PREFIX}{row.id}_{generate_key()}"
             row.key_hash = hash_key(raw, self._rounds)
-        self.cache.clear()
+        # Known valid: its first use needs no bcrypt, and works even from a locked-out address.
+        self.cache.put(self.cache.fingerprint(raw), row.id)
         return KeyView.of(row), raw
 
     def set_active(self, key_id: int, active: bool, allow_no_active: bool = False) -> KeyView:
@@ -183,7 +208,7 @@ class KeyStore:
                 self._ensure_another_active(session, key_id)
             row.is_active = active
             view = KeyView.of(row)
-        self.cache.clear()
+        self.cache.invalidate(key_id)
         return view
 
     def delete(self, key_id: int, allow_no_active: bool = False) -> None:
@@ -194,7 +219,7 @@ class KeyStore:
             if row.is_active and not allow_no_active:
                 self._ensure_another_active(session, key_id)
             session.delete(row)
-        self.cache.clear()
+        self.cache.invalidate(key_id)
 
     @staticmethod
     def _ensure_another_active(session: Session, key_id: int) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 
 from alembic import command
@@ -24,8 +26,8 @@ def make_engine(url: str) -> Engine:
     """An engine tuned per dialect: SQLite in WAL mode with a busy timeout, PostgreSQL with pre-ping."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
+            private_sqlite_file(Path(parsed.database))
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
         @event.listens_for(engine, "connect")
@@ -38,6 +40,23 @@ def make_engine(url: str) -> Engine:
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def private_sqlite_file(path: Path) -> None:
+    """The database file exists with mode 0600 before SQLite opens it (SQLite gives its -wal, -shm and
+    -journal files the database file's mode), however the umask or an existing data directory is set; a
+    file left group- or world-readable by an earlier version is tightened."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    for suffix in ("-wal", "-shm", "-journal"):
+        side = path.with_name(path.name + suffix)
+        if side.exists() and side.stat().st_mode & 0o077:
+            side.chmod(0o600)
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
@@ -63,10 +82,19 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
-def head_revision(engine: Engine) -> str | None:
+def head_revision(engine: Engine | None = None) -> str | None:
+    """The newest shipped migration: the files do not change while the process runs, so they are read once
+    (``/health`` asks on every call)."""
+    return _shipped_head()
+
+
+@cache
+def _shipped_head() -> str | None:
     from alembic.script import ScriptDirectory
 
-    return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return ScriptDirectory.from_config(cfg).get_current_head()
 
 
 @contextmanager

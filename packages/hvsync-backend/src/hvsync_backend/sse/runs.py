@@ -2,6 +2,10 @@
 
 A client that reconnects with `Last-Event-ID` gets the frames it missed (then the live tail); when the
 run is unknown or the missed frames already fell out of the buffer it gets a `restart` frame instead.
+
+At most `max_active` runs are unfinished at once: a request that would start one more is refused with
+`RunLimitReached` (503, naming the limit) before its response starts; replays of existing runs are not
+counted, and the check and the start happen with no await between them, so the cap is exact.
 """
 
 from __future__ import annotations
@@ -15,12 +19,25 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from starlette.exceptions import HTTPException
+
 from hvsync_backend.sse.frames import Frame, encode_comment, encode_frame, failed_complete
 from hvsync_backend.wire.redaction import sweep_text
 
 log = logging.getLogger("hvsync_backend.sse")
 
 RunBody = Callable[["Run"], Awaitable[None]]
+
+RUN_LIMIT = (
+    "too many sync runs at once: {limit} are running (HVSYNC_MAX_CONCURRENT_RUNS); retry when one ends"
+)
+
+
+class RunLimitReached(HTTPException):
+    """`max_active` runs are unfinished: answered 503 with the limit named and `Retry-After`."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(503, RUN_LIMIT.format(limit=limit), headers={"Retry-After": "5"})
 
 
 class Run:
@@ -84,11 +101,18 @@ class Run:
 class RunRegistry:
     """Live and recently finished runs, bounded in number and age."""
 
-    def __init__(self, buffer_size: int = 5000, keep_seconds: float = 600.0, max_runs: int = 64) -> None:
+    def __init__(
+        self, buffer_size: int = 5000, keep_seconds: float = 600.0, max_runs: int = 64, max_active: int = 8
+    ) -> None:
         self.buffer_size = buffer_size
         self.keep_seconds = keep_seconds
         self.max_runs = max_runs
+        self.max_active = max_active
         self._runs: dict[str, Run] = {}
+
+    def active(self) -> int:
+        """Runs not finished yet."""
+        return sum(1 for r in self._runs.values() if not r.finished)
 
     def _prune(self) -> None:
         now = time.monotonic()
@@ -108,7 +132,10 @@ class RunRegistry:
         return matches[-1] if matches else None
 
     def start(self, signature: str, body: RunBody) -> Run:
+        """Start a run now (a task on the running loop); `RunLimitReached` when `max_active` are running."""
         self._prune()
+        if self.active() >= self.max_active:
+            raise RunLimitReached(self.max_active)
         run = Run(signature, self.buffer_size)
         self._runs[run.id] = run
 
@@ -132,7 +159,7 @@ class RunRegistry:
         run.task = asyncio.create_task(_drive())
         return run
 
-    async def stream(
+    def stream(
         self,
         signature: str,
         body: RunBody,
@@ -141,7 +168,10 @@ class RunRegistry:
         run_id: str | None,
         keepalive: float = 15.0,
     ) -> AsyncIterator[str]:
-        """The SSE body for one request: replay-and-follow, or restart, or a fresh run."""
+        """The SSE body for one request: replay-and-follow, or restart, or a fresh run. Decided (and a new
+        run started, or refused with `RunLimitReached`) when called, before any response is sent; must be
+        called with the event loop running."""
+        restart: Frame | None = None
         if last_event_id is not None:
             run = self.find(run_id, signature)
             try:
@@ -149,12 +179,14 @@ class RunRegistry:
             except ValueError:
                 seq = -1
             if run is not None and seq >= 0 and run.can_replay_after(seq):
-                async for chunk in run.follow(seq, keepalive):
-                    yield chunk
-                return
+                return run.follow(seq, keepalive)
             reason = "unknown_stream" if run is None else "replay_unavailable"
             restart = Frame("restart", "0", {"reason": reason, "last_event_id": last_event_id})
+        return self._fresh(self.start(signature, body), restart, keepalive)
+
+    @staticmethod
+    async def _fresh(run: Run, restart: Frame | None, keepalive: float) -> AsyncIterator[str]:
+        if restart is not None:
             yield encode_frame(restart)
-        run = self.start(signature, body)
         async for chunk in run.follow(0, keepalive):
             yield chunk
