@@ -62,7 +62,7 @@ def test_status(env, capsys) -> None:
     code, out = run(capsys, "status", "--json")
     status = json.loads(out)
     assert code == 0 and status["needs_bootstrap"] is True and status["keys_total"] == 0
-    assert status["schema_revision"] == status["schema_head"] == "0003"
+    assert status["schema_revision"] == status["schema_head"] == "0004"
     assert status["database"] in ("sqlite", "postgresql")
 
 

@@ -55,7 +55,7 @@ def test_root_meta_and_health_bodies(backend) -> None:
     health = backend.client.get("/health").json()
     assert health["ready"] is True and health["status"] == "ok"
     assert health["checks"]["database"]["ok"] is True
-    assert "0003" in health["checks"]["database"]["detail"]
+    assert "0004" in health["checks"]["database"]["detail"]
 
 
 def test_health_says_why_when_not_ready(tmp_path) -> None:
