@@ -188,3 +188,29 @@ def test_a_name_resolving_to_loopback_is_dialled_at_the_checked_address(backend,
         c.get("/extras/bootstrap-status", headers=auth)
     assert f"Host: pve.test:{t.port}" in t.text and f"Host: nb.test:{t.port}" in t.text
     assert {"nb.test", "pve.test"} <= set(asked)
+
+
+def test_netbox_over_tls_through_the_checked_connections() -> None:
+    """The checked network backend connects to the resolved address and TLS still runs against the
+    name: a self-signed server answers with verification off and is refused with it on."""
+    import asyncio
+
+    from hvsync_backend.inventory.client import NetBoxClient, NetBoxConfig
+    from hvsync_backend.inventory.dial import CheckedNetworkBackend
+    from hvsync_backend.inventory.errors import NetBoxError
+    from pve_emulator.testing import running_emulator
+
+    async def ask(url: str, verify: bool) -> NetBoxError:
+        config = NetBoxConfig(url=url, auth_header="Token abcdefabcdef0123", verify_ssl=verify, timeout=5)
+        async with NetBoxClient(config) as nb:
+            assert isinstance(nb._http._transport._pool._network_backend, CheckedNetworkBackend)
+            with pytest.raises(NetBoxError) as info:
+                await nb.get("status/")
+            return info.value
+
+    with running_emulator("demo", tls=True) as emu:
+        url = emu.url.replace("127.0.0.1", "localhost")
+        assert url.startswith("https://localhost:")
+        assert asyncio.run(ask(url, False)).status == 404  # TLS done, the emulator answered
+        refused = asyncio.run(ask(url, True))
+        assert refused.status is None and "CERTIFICATE_VERIFY_FAILED" in refused.detail
