@@ -4,6 +4,8 @@ Post-save hooks (SPEC 6.5, 4.5): the plugin's records reach the backend when the
 
 - inventory endpoint: pushed to the singleton backend after the transaction commits;
 - hv endpoint: pushed after commit from a fresh read of the row (never the in-memory instance);
+- hv endpoint deleted: its backend row is recorded for retirement in the delete's transaction and retired
+  after commit (C3: disabled, credentials wiped); a failure is retried by the next preflight or push;
 - backend endpoint: key adoption around the save (backend/adoption.py); it never bootstraps before commit.
   The plugin keeps no long-lived backend clients (each job or push builds its own transport), so there
   are no stale clients for a backend endpoint save to stop.
@@ -18,7 +20,7 @@ import logging
 from typing import Any
 
 from django.db import transaction
-from django.db.models.signals import post_save, pre_delete, pre_save
+from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
 from django.dispatch import receiver
 
 from netbox_hvsync.backend import adoption, push
@@ -72,3 +74,11 @@ def refuse_deleting_granted_endpoint(sender: type, instance: HvEndpoint, **kwarg
     """Backstop for deletions that bypass Model.delete() (e.g. a cascade from elsewhere): an endpoint
     whose template-build grant is not confirmed revoked cannot be deleted (SPEC 2.6)."""
     instance.check_deletable()
+
+
+@receiver(post_delete, sender=HvEndpoint, dispatch_uid="hvsync_retire_deleted_hv_endpoint")
+def retire_deleted_hv_endpoint(sender: type, instance: HvEndpoint, **kwargs: Any) -> None:
+    """C3: the deleted endpoint's backend row must stop syncing and forget its credentials."""
+    push.record_retirement(instance)
+    pk = instance.pk
+    transaction.on_commit(lambda: _push_safely("deleted hv endpoint", push.retire_by_pk, pk))

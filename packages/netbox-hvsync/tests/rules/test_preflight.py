@@ -145,12 +145,34 @@ def test_health_and_key_failures_are_warnings() -> None:
 
 
 def test_b2_without_consulting_the_backend_rows() -> None:
-    """Step 4: "If no inventory endpoint is enabled, raise B2 without consulting the backend's rows." """
+    """Step 4: "If no inventory endpoint is enabled, raise B2 without consulting the backend's rows." The
+    decision does not depend on them; the only inventory traffic is the credential-free disable of the
+    backend's row (issue 39: a disable reaches the backend, and a failed one is retried here)."""
     t = backend()
     with pytest.raises(PreflightBlocked) as info:
         run(t, [inv(enabled=False)])
+    assert info.value.code == "B2" and "the backend's inventory endpoint is disabled" in info.value.message
+    assert [p for p in t.paths() if "inventory" in p or "hv" in p] == [
+        "GET /inventory/endpoint",
+        "PUT /inventory/endpoint/1",
+    ]
+    put = next(c for c in t.calls if c.method == "PUT")
+    assert put.json == {"enabled": False}  # no token: nothing moves (C2)
+    assert TOKEN not in t.everything_sent()
+
+
+def test_b2_retries_a_failed_disable_and_stays_b2_whatever_the_backend_answers() -> None:
+    failing = backend(**{"PUT /inventory/endpoint/1": FakeResponse(500, {"detail": "db down"})})
+    with pytest.raises(PreflightBlocked) as info:
+        run(failing, [inv(enabled=False)])
+    assert info.value.code == "B2" and "retried next time" in info.value.message
+    already = backend(**{"GET /inventory/endpoint": FakeResponse(200, [{**OUR_ROW, "enabled": False}])})
+    with pytest.raises(PreflightBlocked) as info:
+        run(already, [inv(enabled=False)])
+    assert info.value.code == "B2" and "PUT /inventory/endpoint/1" not in already.paths()
+    with pytest.raises(PreflightBlocked) as info:  # no inventory endpoint at all: nothing to disable
+        run(backend(), [])
     assert info.value.code == "B2"
-    assert not any("inventory" in p or "hv" in p for p in t.paths())
 
 
 def test_b3_backend_holds_no_inventory_endpoint() -> None:

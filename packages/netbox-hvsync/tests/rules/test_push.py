@@ -316,3 +316,34 @@ def test_a_refused_address_is_never_pushed(ctx, ip: str) -> None:
     assert t.calls == []
     numeric = push_hv_endpoint(t, ctx, replace(HV, domain="0x7f.1"))
     assert not numeric.ok and "domain" in numeric.error and t.calls == []
+
+
+def test_retire_posts_for_every_row_claiming_the_suffix_and_sends_no_credential(ctx) -> None:
+    """C3: a deleted endpoint's backend rows are retired by suffix (never a stored id); 404 is done."""
+    from netbox_hvsync.rules.push import retire_hv_rows
+
+    rows = [
+        {"id": 3, "name": "pve (inv:7)"},
+        {"id": 4, "name": "other (inv:70)"},
+        {"id": 5, "name": "x (inv:7)"},
+    ]
+    t = FakeTransport().on("GET", "/hv/endpoints", FakeResponse(200, rows))
+    t.on("POST", "/hv/endpoints/3/retire", FakeResponse(200, {"id": 3, "enabled": False}))
+    t.on("POST", "/hv/endpoints/5/retire", FakeResponse(404, {"detail": "gone"}))
+    result = retire_hv_rows(t, ctx, 7)
+    assert result.ok
+    assert t.paths() == ["GET /hv/endpoints", "POST /hv/endpoints/3/retire", "POST /hv/endpoints/5/retire"]
+    assert all(c.json == {} for c in t.calls if c.method == "POST")
+    nothing = FakeTransport().on("GET", "/hv/endpoints", FakeResponse(200, rows[1:2]))
+    assert retire_hv_rows(nothing, ctx, 7).ok and nothing.paths() == ["GET /hv/endpoints"]
+
+
+def test_a_failed_retire_is_a_failed_result_to_retry(ctx) -> None:
+    from netbox_hvsync.rules.push import retire_hv_rows
+
+    t = FakeTransport().on("GET", "/hv/endpoints", FakeResponse(200, [{"id": 3, "name": "pve (inv:7)"}]))
+    t.on("POST", "/hv/endpoints/3/retire", FakeResponse(503, {"detail": "busy"}))
+    result = retire_hv_rows(t, ctx, 7)
+    assert not result.ok and result.status == 503 and "hv endpoint 7" in result.error
+    down = FakeTransport().on("GET", "/hv/endpoints", refused())
+    assert not retire_hv_rows(down, ctx, 7).ok

@@ -266,22 +266,31 @@ def proof_is_current(row: BackendEndpoint) -> bool:
 
 
 def adopt_stored_keys(selected_id: int | None = None) -> list[str]:
-    """A sync job's second chance for rows whose stored key is pending or was refused (the backend was
-    down when the row was saved, or the target changed), and its check of adopted rows before it trusts
-    them: an adopted row whose proof no longer matches its key, target or TLS setting (changed without a
-    save) is verified afresh (SPEC 5.2.6). Rows stay unusable until adopted; returns why each still is
-    not, for the job's B1 message."""
+    """A sync job's second chance for the backend it is about to use, whose stored key is pending or was
+    refused (the backend was down when the row was saved, or the target changed), and its check of an
+    adopted row before it trusts it: an adopted row whose proof no longer matches its key, target or TLS
+    setting (changed without a save) is verified afresh (SPEC 5.2.6).
+
+    Only the backend in use is verified (issue 39): while an enabled row is adopted with a current proof,
+    that row is the one `resolve_backend` uses and no other row is asked anything; otherwise rows are
+    verified in the order `resolve_backend` takes them until one is adopted. Re-verifying every
+    never-accepted row on each job sent a refused key again and again and locked the NetBox host out of
+    those backends; a pending row that is not in use is retried by saving it. Returns why each row tried
+    is not usable, for the job's B1 message."""
     rows = BackendEndpoint.objects.filter(enabled=True).exclude(token_ciphertext="").order_by("pk")
     if selected_id is not None:
         rows = rows.filter(pk=selected_id)
+    rows = rows.select_related("ip_address")
+    if any(row.key_state == KeyStateChoices.ADOPTED and proof_is_current(row) for row in rows):
+        return []  # the backend in use is trusted as it is
     reasons = []
-    for row in rows.select_related("ip_address"):
-        if row.key_state == KeyStateChoices.ADOPTED and proof_is_current(row):
-            continue
+    for row in rows:
         pk, name = row.pk, row.name
         outcome = configure_after_commit(pk)
         if outcome is None:
             reasons.append(f"backend endpoint {name!r} (id {pk}) has no usable target or key")
         elif not outcome.ok:
             reasons.append(f"backend endpoint {name!r} (id {pk}): its key was not accepted: {outcome.error}")
+        else:
+            break
     return reasons

@@ -17,16 +17,20 @@ from django.conf import settings
 from django.db import DatabaseError
 from netbox_hvsync.backend.resolution import ResolvedBackend, ip_text, resolve_backend
 from netbox_hvsync.crypto import CredentialDecryptionError, undecryptable
-from netbox_hvsync.models import HvEndpoint, InventoryEndpoint
+from netbox_hvsync.models import HvEndpoint, InventoryEndpoint, PendingRetirement
 from netbox_hvsync.rules.fingerprints import credential_fingerprint
 from netbox_hvsync.rules.grants import next_grant_confirmed
 from netbox_hvsync.rules.push import (
     PushResult,
+    disable_inventory_row,
     push_hv_endpoint,
     push_inventory_endpoint,
+    retire_hv_rows,
     store_fingerprint_after_push,
 )
 from netbox_hvsync.rules.records import HvEndpointRecord, InventoryEndpointRecord
+from netbox_hvsync.rules.redaction import sweep_text
+from netbox_hvsync.rules.transport import BackendContext, Transport
 
 logger = logging.getLogger("netbox_hvsync.push")
 
@@ -127,6 +131,50 @@ def push_hv(
     return result
 
 
+def record_retirement(endpoint: HvEndpoint) -> None:
+    """A Proxmox endpoint is being deleted: remember its backend row for retirement (C3), in the delete's
+    own transaction, so a backend that is down now is retired by the next preflight or push."""
+    PendingRetirement.objects.update_or_create(
+        hv_endpoint_pk=endpoint.pk,
+        defaults={"backend_id": endpoint.backend_id, "name": endpoint.backend_name},
+    )
+
+
+def retire_pending(transport: Transport, ctx: BackendContext) -> list[str]:
+    """Retire every pending deleted endpoint's backend rows (C3); a confirmed one is forgotten, a failed
+    one is kept (attempts, last error) for the next preflight or push. Returns one warning per failure."""
+    warnings = []
+    for pending in PendingRetirement.objects.order_by("pk"):
+        result = retire_hv_rows(transport, ctx, pending.hv_endpoint_pk)
+        if result.ok:
+            PendingRetirement.objects.filter(pk=pending.pk).delete()
+            logger.info("deleted hv endpoint %s retired on the backend", pending.hv_endpoint_pk)
+            continue
+        error = sweep_text(result.error, (ctx.api_key,))
+        PendingRetirement.objects.filter(pk=pending.pk).update(
+            attempts=pending.attempts + 1, last_error=error[:500]
+        )
+        warnings.append(f"{error}; retried at the next preflight or push")
+    return warnings
+
+
+def disable_on_backend(resolved: ResolvedBackend) -> PushResult | None:
+    """When no inventory endpoint is enabled, the backend's inventory row goes enabled false (idempotent)."""
+    if InventoryEndpoint.objects.filter(enabled=True).exists():
+        return None  # the enabled one owns the backend's singleton row
+    return disable_inventory_row(resolved.transport, resolved.context)
+
+
+def _retry_pending(resolved: ResolvedBackend) -> None:
+    """Every push also retries what an earlier push left undone: retirements and an inventory disable."""
+    for warning in retire_pending(resolved.transport, resolved.context):
+        logger.warning("%s", warning)
+    if not InventoryEndpoint.objects.filter(enabled=True).exists() and InventoryEndpoint.objects.exists():
+        result = disable_on_backend(resolved)
+        if result is not None and not result.ok:
+            logger.warning("disabling the backend's inventory endpoint failed: %s", result.error)
+
+
 def push_hv_by_pk(pk: int) -> PushResult | None:
     """Re-read the row (after commit) and push it; None when there is no usable backend or no row."""
     endpoint = HvEndpoint.objects.filter(pk=pk).select_related("ip_address").first()
@@ -134,18 +182,39 @@ def push_hv_by_pk(pk: int) -> PushResult | None:
     if endpoint is None or resolved is None:
         return None
     try:
+        _retry_pending(resolved)
         return push_hv(resolved, endpoint)
     finally:
         resolved.transport.close()
 
 
 def push_inventory_by_pk(pk: int) -> PushResult | None:
-    """Push one inventory endpoint to the singleton backend; None without a usable backend or row."""
-    endpoint = InventoryEndpoint.objects.filter(pk=pk, enabled=True).select_related("ip_address").first()
+    """Push one inventory endpoint to the singleton backend; a disabled one disables the backend's row
+    when no other inventory endpoint is enabled. None without a usable backend or row."""
+    endpoint = InventoryEndpoint.objects.filter(pk=pk).select_related("ip_address").first()
     resolved = resolve_backend()
     if endpoint is None or resolved is None:
         return None
     try:
+        if not endpoint.enabled:
+            result = disable_on_backend(resolved)
+            retire_pending(resolved.transport, resolved.context)
+            return result
+        _retry_pending(resolved)
         return push_inventory(resolved, endpoint)
     finally:
         resolved.transport.close()
+
+
+def retire_by_pk(pk: int) -> PushResult | None:
+    """After a delete commits: retire the pending rows now (the deleted one among them)."""
+    resolved = resolve_backend()
+    if resolved is None or not PendingRetirement.objects.filter(hv_endpoint_pk=pk).exists():
+        return None
+    try:
+        warnings = retire_pending(resolved.transport, resolved.context)
+    finally:
+        resolved.transport.close()
+    if PendingRetirement.objects.filter(hv_endpoint_pk=pk).exists():
+        return PushResult(False, "; ".join(warnings) or f"hv endpoint {pk}: retirement pending", None)
+    return PushResult(True, "", 200)

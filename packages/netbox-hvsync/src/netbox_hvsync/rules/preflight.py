@@ -1,8 +1,10 @@
 """The preflight every sync job runs first, as a decision procedure over injected steps (SPEC 4.5).
 
 Order: (1) resolve the backend context, else B1; (2) wait briefly for /health; (3) ensure the key is
-registered (failure is a warning); (4) no enabled inventory endpoint is B2, decided without the
-backend's rows; (5) push every enabled inventory endpoint, and if any push failed list the backend's
+registered (failure is a warning); (3b) retire the backend rows of deleted Proxmox endpoints still
+pending (C3; a failure is a warning, retried next time); (4) no enabled inventory endpoint is B2, decided
+without the backend's rows, after the backend's inventory row is disabled (a disable that failed before
+is retried here); (5) push every enabled inventory endpoint, and if any push failed list the backend's
 inventory rows and apply B3-B6; (6) list hv rows once, push each in-scope hv endpoint within the time
 budget (a failed hv push is a warning; rows claiming one suffix twice refuse the sync). Step 7 (local
 reconciliation, stages) belongs to the job.
@@ -25,6 +27,7 @@ from .push import (
     INVENTORY_PATH,
     Listing,
     PushResult,
+    disable_inventory_row,
     list_rows,
     push_hv_endpoint,
     push_inventory_endpoint,
@@ -57,6 +60,10 @@ class PreflightSteps:
     push_hv: Callable[[BackendContext, HvEndpointRecord, Sequence[Mapping[str, Any]] | None], PushResult]
     fingerprint: Callable[[InventoryEndpointRecord], str]
     clock: Callable[[], float] = time.monotonic
+    #: disable the backend's inventory row when no inventory endpoint is enabled (None: not wired)
+    disable_inventory: Callable[[BackendContext], PushResult] | None = None
+    #: retire the backend rows of deleted Proxmox endpoints; returns one warning per failure (C3)
+    retire_deleted: Callable[[BackendContext], list[str]] | None = None
 
 
 @dataclass
@@ -114,11 +121,24 @@ def run_preflight(
     if key_warning:
         report.warn("backend_key", key_warning)
 
+    if steps.retire_deleted is not None:
+        for warning in steps.retire_deleted(ctx):
+            report.warn("hv_retire", warning)
+
     enabled = [r for r in inventory_endpoints if r.enabled]
     if not enabled:
+        disabled = ""
+        if inventory_endpoints and steps.disable_inventory is not None:
+            result = steps.disable_inventory(ctx)
+            disabled = (
+                "; the backend's inventory endpoint is disabled"
+                if result.ok
+                else f"; disabling the backend's inventory endpoint failed ({result.error}), retried next time"
+            )
         raise PreflightBlocked(
             "B2",
-            "no enabled inventory endpoint; refusing to let the backend write to a disabled inventory system",
+            "no enabled inventory endpoint; refusing to let the backend write to a disabled inventory system"
+            + disabled,
         )
     for record in enabled:
         report.inventory_results[record.pk] = steps.push_inventory(ctx, record)
@@ -271,4 +291,5 @@ def http_steps(
             fingerprint_key, record.token_version, record.token_key, record.token
         ),
         clock=clock,
+        disable_inventory=lambda ctx: disable_inventory_row(transport, ctx),
     )

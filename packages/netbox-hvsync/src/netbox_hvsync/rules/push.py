@@ -328,6 +328,77 @@ def _revoke_duplicates(
     )
 
 
+def disable_inventory_row(
+    transport: Transport, ctx: BackendContext, *, timeout: float = INVENTORY_PUSH_TIMEOUT
+) -> PushResult:
+    """No inventory endpoint is enabled in the plugin: the backend's singleton row goes enabled false.
+
+    Idempotent and credential-free (`{"enabled": false}` moves nothing, so C2 needs no token): a row
+    already disabled, or no row at all, is left alone. Run on the save that disabled the endpoint and
+    again by every preflight and push until the backend confirms, so a failed disable is retried."""
+    secrets = (ctx.api_key,)
+    listing = list_rows(transport, ctx, INVENTORY_PATH, timeout=timeout, secrets=secrets)
+    if not listing.ok:
+        return PushResult(False, listing.error, listing.status, failure_kind=listing.failure_kind)
+    live = [row for row in listing.rows if row.get("enabled") is not False]
+    if not live:
+        return PushResult(True, "", listing.status)
+    row_id = _row_id(live[0])
+    if row_id is None:
+        return PushResult(
+            False, "GET /inventory/endpoint: row has no usable id", None, failure_kind=APPLICATION
+        )
+    path = f"{INVENTORY_PATH}/{row_id}"
+    answer, failed = _write(
+        transport, ctx, "PUT", path, {"enabled": False}, timeout=timeout, secrets=secrets, expect=(200,)
+    )
+    if failed:
+        return failed
+    assert answer is not None
+    return PushResult(True, "", answer.status, backend_id=row_id)
+
+
+def retire_hv_rows(
+    transport: Transport,
+    ctx: BackendContext,
+    plugin_pk: int,
+    *,
+    rows: Sequence[Mapping[str, Any]] | None = None,
+    timeout: float = HV_PUSH_TIMEOUT,
+) -> PushResult:
+    """A deleted Proxmox endpoint (C3): `POST /hv/endpoints/{id}/retire` for every backend row that claims
+    its `(inv:<pk>)` suffix (identity by suffix, never by a stored id). No such row is success (nothing to
+    retire); a 404 means the row went meanwhile. The backend disables the row and wipes its credentials."""
+    secrets = (ctx.api_key,)
+    if rows is None:
+        listing = list_rows(transport, ctx, HV_PATH, timeout=timeout, secrets=secrets)
+        if not listing.ok:
+            return PushResult(False, listing.error, listing.status, failure_kind=listing.failure_kind)
+        rows = listing.rows
+    failed: list[str] = []
+    last: PushResult | None = None
+    for row in rows_with_suffix(plugin_pk, rows):
+        row_id = _row_id(row)
+        if row_id is None:
+            failed.append("a row without a usable id")
+            continue
+        path = f"{HV_PATH}/{row_id}/retire"
+        _, result = _write(
+            transport, ctx, "POST", path, {}, timeout=timeout, secrets=secrets, expect=(200, 404)
+        )
+        if result is not None:
+            failed.append(result.error)
+            last = result
+    if failed:
+        return PushResult(
+            False,
+            f"retiring hv endpoint {plugin_pk} on the backend failed: " + "; ".join(failed),
+            last.status if last else None,
+            failure_kind=(last.failure_kind if last else APPLICATION),
+        )
+    return PushResult(True, "", 200)
+
+
 def store_fingerprint_after_push(
     result: PushResult,
     fingerprint: str,

@@ -12,11 +12,21 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from django.db import transaction
 from netbox_hvsync.backend.failover import probe_candidates
-from netbox_hvsync.backend.push import fingerprint_key, record_hv_push, record_inventory_push
+from netbox_hvsync.backend.push import (
+    fingerprint_key,
+    hv_record,
+    record_hv_push,
+    record_inventory_push,
+    retire_pending,
+)
 from netbox_hvsync.backend.resolution import ResolvedBackend
 from netbox_hvsync.crypto import CredentialDecryptionError, undecryptable
+from netbox_hvsync.models import HvEndpoint
+from netbox_hvsync.rules.failures import APPLICATION
 from netbox_hvsync.rules.preflight import PreflightBlocked, http_steps, run_preflight
+from netbox_hvsync.rules.push import PushResult
 from netbox_hvsync.rules.redaction import sweep_text
 from netbox_hvsync.rules.transport import BackendContext
 from netbox_hvsync.sync.state import RunState
@@ -77,12 +87,31 @@ class PreflightPhase(RunState):
             return result
 
         def push_hv_and_record(ctx: BackendContext, record: Any, rows: Any) -> Any:
-            result = push_hv(ctx, record, rows)
-            record_hv_push(record, result)
+            """SPEC 2.6: push the grant as it is now, not as the job read it. The row is re-read under
+            a row lock held until the result is recorded, so a revocation saved since the job started is
+            what the backend gets, and one saved during the push waits for it (then pushes itself)."""
+            with transaction.atomic():
+                row = (
+                    HvEndpoint.objects.select_for_update(of=("self",))
+                    .select_related("ip_address")
+                    .filter(pk=record.pk)
+                    .first()
+                )
+                if row is None:
+                    return PushResult(
+                        False,
+                        f"hv endpoint {record.pk} was deleted after the job started; not pushed",
+                        None,
+                        failure_kind=APPLICATION,
+                    )
+                fresh = self.decrypted(hv_record, row)
+                result = push_hv(ctx, fresh, rows)
+                record_hv_push(fresh, result)
             return result
 
         steps.push_inventory = push_inventory_and_record
         steps.push_hv = push_hv_and_record
+        steps.retire_deleted = lambda ctx: retire_pending(transport, ctx)  # type: ignore[arg-type]
         try:
             report = run_preflight(
                 steps,
