@@ -93,7 +93,8 @@ class InventoryEndpointCreate(InventoryEndpointFields):
 
 
 class InventoryEndpointUpdate(_Body):
-    """Partial update: omitted fields (and omitted, null or blank credentials) keep their stored values."""
+    """Partial update: omitted fields (and omitted, null or blank credentials) keep their stored values.
+    Changing ip_address, domain, port or scheme needs the token in the same body (`registry.py`)."""
 
     name: str | None = Field(default=None, max_length=255)
     ip_address: str | None = Field(default=None, max_length=64)
@@ -198,7 +199,8 @@ class HvEndpointCreate(_Body):
 
 
 class HvEndpointUpdate(_Body):
-    """Partial update: omitted fields (and omitted, null or blank credentials) keep their stored values."""
+    """Partial update: omitted fields (and omitted, null or blank credentials) keep their stored values.
+    Changing ip_address, domain, port or scheme needs a credential in the same body (`registry.py`)."""
 
     name: str | None = Field(default=None, min_length=1, max_length=255)
     ip_address: str | None = Field(default=None, max_length=64)
