@@ -47,6 +47,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="every API request waits this long before it is answered: a slow Proxmox (default 0)",
     )
+    s.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="API requests handled at a time, the others wait their turn (default: no limit)",
+    )
     from pve_emulator.proxy.cli import add_real_mode_arguments
 
     add_real_mode_arguments(s)
@@ -60,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--vms must be >= 0")
     if not 0 <= args.response_delay <= 60:
         p.error("--response-delay must be between 0 and 60 seconds")
+    if args.concurrency is not None and args.concurrency < 1:
+        p.error("--concurrency must be at least 1")
     if (args.cert is None) != (args.key is None):
         p.error("--cert and --key go together")
     # checked here, before anything starts, so both modes refuse it as a usage error (exit 2)
@@ -88,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         task_duration=args.task_duration,
         response_cache=not args.no_response_cache,
         response_delay=args.response_delay,
+        concurrency=args.concurrency,
     )
     scheme = "https" if cfg.tls else "http"
     print(

@@ -30,3 +30,5 @@ class EmulatorConfig:
     response_cache: bool = True
     #: seconds every API request waits before it is answered (a slow or distant Proxmox; 0: none)
     response_delay: float = 0.0
+    #: API requests handled at a time, the others waiting their turn (None: no limit)
+    concurrency: int | None = None

@@ -64,14 +64,18 @@ class Request:
 class Front:
     """Base of both ASGI applications; a mode supplies ``answer`` (and may name unknown paths its way).
 
-    ``response_delay``: seconds each API request waits (asleep, no CPU) before it is handled, to play a
-    slow Proxmox; the documentation pages are not delayed."""
+    A slow Proxmox, for tests of long syncs (the documentation pages are never slowed):
+    ``response_delay``, seconds each API request waits (asleep, no CPU) before it is handled;
+    ``concurrency``, how many API requests are handled (their delay included) at a time, the others
+    waiting their turn as behind a busy pveproxy (None: no limit)."""
 
     log = LOG
 
     def __init__(self, schema: ApiSchema) -> None:
         self.schema = schema
         self.response_delay = 0.0
+        self.concurrency: int | None = None
+        self._turns: tuple[int, asyncio.Semaphore] | None = None
         self._openapi: bytes | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -90,17 +94,31 @@ class Front:
         if not real and is_doc_path(path):
             await send_docs(send, path, self._openapi_json, scope)
             return
+        if self.concurrency is None:
+            status, payload, headers = await self._handle(scope, receive, path, real)
+        else:
+            async with self._turn(self.concurrency):
+                status, payload, headers = await self._handle(scope, receive, path, real)
+        await send_answer(send, status, payload, headers)
+
+    def _turn(self, size: int) -> asyncio.Semaphore:
+        """The semaphore of `size` turns, made on the serving loop (again when the size was changed)."""
+        if self._turns is None or self._turns[0] != size:
+            self._turns = (size, asyncio.Semaphore(size))
+        return self._turns[1]
+
+    async def _handle(self, scope: Scope, receive: Receive, path: str, real: bool) -> Answer:
+        """The answer to one API request (after the configured delay), errors included."""
         if self.response_delay > 0:
             await asyncio.sleep(self.response_delay)
         try:
-            status, payload, headers = await self.answer(self.route(scope, receive, path, real))
+            return await self.answer(self.route(scope, receive, path, real))
         except ApiError as exc:
-            status, payload, headers = exc.status, error_body(exc, real), []
+            return exc.status, error_body(exc, real), []
         except Exception as exc:  # pragma: no cover - a bug: report it without leaking request data
             self.log.exception("internal error on %s %s", scope.get("method"), path)
             err = ApiError(500, f"internal error: {type(exc).__name__}")
-            status, payload, headers = 500, error_body(err, real), []
-        await send_answer(send, status, payload, headers)
+            return 500, error_body(err, real), []
 
     async def answer(self, request: Request) -> Answer:  # pragma: no cover - every mode has its own
         raise NotImplementedError

@@ -28,6 +28,7 @@ def create_app(config: EmulatorConfig) -> EmulatorApp:
     backend.state.task_duration = config.task_duration
     app = EmulatorApp(schema, backend, response_cache=config.response_cache)
     app.response_delay = config.response_delay
+    app.concurrency = config.concurrency
     return app
 
 

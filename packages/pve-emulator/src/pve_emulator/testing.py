@@ -64,6 +64,7 @@ def running_emulator(
     response_cache: bool = False,
     release: str = "9.1",
     response_delay: float = 0.0,
+    concurrency: int | None = None,
 ) -> Iterator[EmulatorHandle]:
     """An emulator serving from a thread of this process.
 
@@ -90,6 +91,7 @@ def running_emulator(
         task_duration=task_duration,
         response_cache=response_cache,
         response_delay=response_delay,
+        concurrency=concurrency,
     )
     app = create_app(config)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
