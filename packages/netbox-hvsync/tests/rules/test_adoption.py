@@ -266,3 +266,25 @@ def test_optimistic_snapshot_detects_a_concurrent_save() -> None:
         "url",
         "verify_ssl",
     ]
+
+
+def test_the_failover_check_sends_the_key_only_to_an_initialised_backend() -> None:
+    """Issue 39: before the key first goes to a backend's other address (the failover IP, which can change
+    in IPAM), the address identifies itself as an initialised backend; the key travels in the last step."""
+    from fakes import FakeResponse, FakeTransport
+    from netbox_hvsync.rules.adoption import verify_failover_address
+
+    key = "failoverKEY-" + "a" * 30
+    good = FakeTransport().on("GET", "/", FakeResponse(200, {"name": "hvsync"}))
+    good.on("GET", "/auth/bootstrap-status", FakeResponse(200, {"needs_bootstrap": False}))
+    good.on("GET", "/auth/keys", FakeResponse(200, {"keys": []}))
+    assert verify_failover_address(good, "http://10.0.0.9:8800", key).ok
+    assert [c.headers.get("X-Service-API-Key") for c in good.calls] == [None, None, key]
+
+    fresh = FakeTransport().on("GET", "/", FakeResponse(200, {"name": "hvsync"}))
+    fresh.on("GET", "/auth/bootstrap-status", FakeResponse(200, {"needs_bootstrap": True}))
+    trap = FakeTransport().on("GET", "/", FakeResponse(200, {}))
+    trap.on("GET", "/auth/bootstrap-status", FakeResponse(200, {}))
+    for transport in (fresh, trap, FakeTransport()):
+        outcome = verify_failover_address(transport, "http://10.0.0.9:8800", key)
+        assert not outcome.ok and key not in transport.everything_sent()

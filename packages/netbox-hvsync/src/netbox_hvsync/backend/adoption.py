@@ -294,3 +294,16 @@ def adopt_stored_keys(selected_id: int | None = None) -> list[str]:
         else:
             break
     return reasons
+
+
+def retarget_by_ip(pk: int) -> None:
+    """The IP address a backend endpoint links to changed in IPAM (issue 39). Reached by that IP alone,
+    the row's key is pending again (no key goes to the new address before it is verified there) and is
+    verified after commit; as the failover address of a URL, the failover check runs before first use."""
+    row = BackendEndpoint.objects.filter(pk=pk).first()
+    if row is None or row.url:
+        return
+    BackendEndpoint.objects.filter(pk=pk).update(
+        key_state=KeyStateChoices.PENDING, key_fingerprint="", key_proof=""
+    )
+    transaction.on_commit(lambda: configure_after_commit(pk))

@@ -7,17 +7,27 @@ backend-authored answer) is tried again on the other candidates; an application 
 answered) is final, because another address of the same backend would answer the same. When every
 candidate failed, the rules' `select_candidate_failure` picks what is reported: the first backend-authored
 failure, else the last transport failure. Later stages keep using the candidate that last answered.
+
+The key's validation proof covers the first candidate only. Before the key (and the credentials the
+preflight pushes) first go to another candidate in a job, that address must pass the failover check
+(`rules.adoption.verify_failover_address`: it identifies itself as an initialised hvsync backend and
+accepts the key); an address that fails it is never used (issue 39: the IP address a backend endpoint
+links to can change in IPAM without the endpoint being saved).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from netbox_hvsync.backend.resolution import ResolvedBackend
+from netbox_hvsync.rules.adoption import verify_failover_address
 from netbox_hvsync.rules.failures import APPLICATION, TRANSPORT, CandidateFailure, select_candidate_failure
 from netbox_hvsync.rules.stage_runner import StageRun
 from netbox_hvsync.rules.transport import BackendContext, TransportError, call
+
+logger = logging.getLogger("netbox_hvsync.failover")
 
 HEALTH_PATH = "/health"
 #: The probe only asks "does anything answer here"; the preflight's own health wait decides readiness.
@@ -46,9 +56,30 @@ def probe_candidates(resolved: ResolvedBackend) -> tuple[ResolvedBackend, list[d
                 {"address": ctx.base_url, "ok": False, "failure_kind": TRANSPORT, "error": exc.kind}
             )
             continue
+        if not candidate_verified(resolved, ctx):
+            probes.append({"address": ctx.base_url, "ok": False, "error": "failed the failover check"})
+            continue
         probes.append({"address": ctx.base_url, "ok": True, "status": answer.status})
         return resolved.using(ctx), probes
     return resolved, probes
+
+
+def candidate_verified(resolved: ResolvedBackend, ctx: BackendContext) -> bool:
+    """The first candidate is covered by the key's validation proof; another is checked once per job
+    before anything with the key goes there."""
+    if ctx == resolved.all_candidates[0] or ctx.base_url in resolved.verified:
+        return True
+    outcome = verify_failover_address(resolved.transport, ctx.base_url, ctx.api_key)
+    if not outcome.ok:
+        logger.warning(
+            "backend %s: address %s failed the failover check (%s); not used",
+            resolved.row.pk,
+            ctx.base_url,
+            outcome.error,
+        )
+        return False
+    resolved.verified.add(ctx.base_url)
+    return True
 
 
 def failure_kind(run: StageRun) -> str | None:
@@ -65,6 +96,8 @@ def run_on_candidates(
     order = [resolved.context, *(c for c in resolved.all_candidates if c != resolved.context)]
     runs: list[tuple[BackendContext, StageRun]] = []
     for ctx in order:
+        if runs and not candidate_verified(resolved, ctx):
+            continue
         run = run_one(ctx)
         runs.append((ctx, run))
         if run.ok or failure_kind(run) == APPLICATION:

@@ -62,12 +62,15 @@ class ResolvedBackend:
     """A usable backend endpoint: its row, the request context and a transport bound to its TLS policy.
 
     `candidates` holds one context per address of the backend (hostname, then IP); `context` is the one
-    in use. Jobs switch to another candidate when the one in use cannot be reached."""
+    in use. Jobs switch to another candidate when the one in use cannot be reached, after it passed the
+    failover check (`failover.candidate_verified`): the validation proof covers the first candidate only."""
 
     row: BackendEndpoint
     context: BackendContext
     transport: RequestsTransport
     candidates: tuple[BackendContext, ...] = field(default=())
+    #: base URLs of other candidates that accepted the key in this job (the failover check, issue 39)
+    verified: set[str] = field(default_factory=set, compare=False)
 
     @property
     def all_candidates(self) -> tuple[BackendContext, ...]:

@@ -163,6 +163,27 @@ def _check_keys(transport: Transport, base: str, key: str) -> AdoptionOutcome:
     return _fail(step, answer, reasons.get(answer.status, "the key could not be verified"), key)
 
 
+def verify_failover_address(transport: Transport, base_url: str, key: str) -> AdoptionOutcome:
+    """Before the adopted key first goes to another address of its backend (the failover IP, issue 39):
+    the address must identify itself as an hvsync backend (GET /), be initialised (a backend that still
+    needs bootstrap never adopted this key: nothing is registered there) and accept the key (GET
+    /auth/keys). The key travels only in the last step, as in SPEC 5.2.3."""
+    base = base_url.rstrip("/")
+    step = "GET /"
+    try:
+        answer = _get(transport, base, "/", {}, BACKEND_ENDPOINT_PUSH_TIMEOUT)
+        if answer.status != 200 or not isinstance(answer.body, Mapping):
+            return _fail(step, answer, "the address did not identify itself as a backend", key)
+        step = "GET /auth/bootstrap-status"
+        answer = _get(transport, base, "/auth/bootstrap-status", {}, BOOTSTRAP_STATUS_TIMEOUT)
+        needs = answer.body.get("needs_bootstrap") if isinstance(answer.body, Mapping) else None
+        if answer.status != 200 or needs is not False:
+            return _fail(step, answer, "not the initialised backend that adopted the key", key)
+        return _check_keys(transport, base, key)
+    except TransportError as exc:
+        return _fail(step, None, f"{step}: backend unreachable ({exc.kind}): {exc}", key)
+
+
 def recheck_stored_key(transport: Transport, target: CanonicalTarget, key: str) -> AdoptionOutcome:
     """After a 401 during a stage: read-only re-check of the stored key (SPEC 5.2.10). No substitute key,
     no bootstrap: only GET /auth/keys."""
