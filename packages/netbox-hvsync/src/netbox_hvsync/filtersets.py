@@ -41,6 +41,7 @@ from netbox_hvsync.querysets import (
     matches_value,
     matches_vm,
 )
+from netbox_hvsync.wire.numbers import decimal
 
 
 class StorableLookups:
@@ -103,11 +104,97 @@ def storable_offset(value: object) -> None:
         raise ValidationError("The UTC offset must be between -15:59 and +15:59.")
 
 
-class HvsyncModelFilterSet(StorableLookups, NetBoxModelFilterSet):
+#: At most this many values per filter in one query (`?id=1&id=2&...`); more is a 400 naming the filter.
+#: Each value of a model filter is looked up on its own, so an unbounded list is an unbounded query count.
+MAX_FILTER_VALUES = 100
+#: The largest id PostgreSQL's bigint holds.
+MAX_ID = 2**63 - 1
+#: Lookups whose values are not numbers even on a number field.
+NOT_NUMERIC_LOOKUPS = frozenset({"isnull", "empty"})
+INTEGER_FIELDS = (db_models.IntegerField, db_models.AutoField)
+#: NetBox's "no object" value of object filters (settings.FILTERS_NULL_CHOICE_VALUE).
+NULL_MARKER = "null"
+
+
+class StrictValues:
+    """Integer filters take whole numbers in ASCII digits only, and no filter takes more than
+    MAX_FILTER_VALUES values; anything else is a 400 naming the filter (before any value reaches a query).
+
+    `inventory_vm_id=1E+5000` was a 500 and `=1.5` matched VM 1 (a decimal filter cut to an int); Python's
+    `int()` also reads `1_0`, `+1` and Arabic-Indic or full-width digits, which Django's id fields took as ids. An
+    integer filter is one on an integer column (its lookups too, except `isnull`/`empty`), a model filter
+    keyed by an integer primary key, or a filter the set names in `integer_filters`."""
+
+    integer_filters: frozenset[str] = frozenset()
+
+    def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        self.refused: dict[str, str] = {}
+        if data is not None and hasattr(data, "getlist"):
+            data = self._screen(data)
+        super().__init__(data, *args, **kwargs)  # type: ignore[call-arg]
+
+    def _screen(self, data: Any) -> Any:
+        filters = type(self).get_filters()  # type: ignore[attr-defined]
+        for name in [n for n in data if n in filters]:
+            values = data.getlist(name)
+            if len(values) > MAX_FILTER_VALUES:
+                self.refused[name] = (
+                    f"At most {MAX_FILTER_VALUES} values per filter; {len(values)} were given."
+                )
+            elif self._is_integer(name, filters[name]):
+                bad = [v for v in values if not self._whole_number(v, filters[name])]
+                if bad:
+                    self.refused[name] = (
+                        f"Expected whole numbers (ASCII digits, 0 to {MAX_ID}); got {bad[0][:40]!r}."
+                    )
+        if self.refused:
+            data = data.copy()
+            for name in self.refused:
+                del data[name]
+        return data
+
+    def _is_integer(self, name: str, item: django_filters.Filter) -> bool:
+        if name in self.integer_filters:
+            return True
+        if item.lookup_expr in NOT_NUMERIC_LOOKUPS:
+            return False
+        if isinstance(item, (django_filters.ModelChoiceFilter, django_filters.ModelMultipleChoiceFilter)):
+            queryset = item.extra.get("queryset")
+            key = item.extra.get("to_field_name")
+            model = getattr(queryset, "model", None)
+            return model is not None and key is None and isinstance(model._meta.pk, INTEGER_FIELDS)
+        model = getattr(getattr(self, "_meta", None), "model", None)
+        try:
+            field = model._meta.get_field(item.field_name) if model is not None else None
+        except FieldDoesNotExist:
+            return False
+        return isinstance(field, INTEGER_FIELDS)
+
+    @staticmethod
+    def _whole_number(value: str, item: django_filters.Filter) -> bool:
+        if value == "":
+            return True  # an empty value is "not filtered", as NetBox reads it
+        if value == NULL_MARKER and isinstance(item, django_filters.ModelMultipleChoiceFilter):
+            return True  # NetBox's `null` of object filters: each filter says what it means
+        return decimal(value, low=0, high=MAX_ID) is not None
+
+    @property
+    def errors(self) -> Any:
+        errors = self.form.errors  # type: ignore[attr-defined]
+        for name, message in self.refused.items():
+            if name not in errors and name in self.form.fields:  # type: ignore[attr-defined]
+                self.form.add_error(name, message)  # type: ignore[attr-defined]
+        return self.form.errors  # type: ignore[attr-defined]
+
+    def is_valid(self) -> bool:
+        return bool(self.is_bound) and not self.errors  # type: ignore[attr-defined]
+
+
+class HvsyncModelFilterSet(StrictValues, StorableLookups, NetBoxModelFilterSet):
     """Base of the plugin's model filter sets."""
 
 
-class HvsyncFilterSet(StorableLookups, BaseFilterSet):
+class HvsyncFilterSet(StrictValues, StorableLookups, BaseFilterSet):
     """Base of the sidecar filter sets (no tags or custom fields)."""
 
 
@@ -455,9 +542,12 @@ def chosen(value: list[Any]) -> list[Any]:
     return [item for item in value or () if isinstance(item, Model)]
 
 
-class SyncJobFilterSet(JobFilterSet, JobUserFilterSet):
+class SyncJobFilterSet(StrictValues, JobFilterSet, JobUserFilterSet):
     """Every core job filter (user filters the same on every release) plus the sync-block filters of
-    SPEC 4.4."""
+    SPEC 4.4. Integer filters are strict and every filter takes at most MAX_FILTER_VALUES values
+    (`StrictValues`)."""
+
+    integer_filters = frozenset({"inventory_vm_id"})
 
     sync_type = django_filters.MultipleChoiceFilter(
         choices=SyncTypeChoices, method="filter_sync_type", label="Sync type"

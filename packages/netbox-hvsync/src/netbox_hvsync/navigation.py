@@ -33,7 +33,7 @@ menu = PluginMenu(
                 PluginMenuItem(
                     link="plugins:netbox_hvsync:sync_schedule",
                     link_text="Schedule a sync",
-                    permissions=["core.add_job"],
+                    permissions=["core.add_job", "netbox_hvsync.view_hvendpoint"],
                 ),
                 PluginMenuItem(
                     link="plugins:netbox_hvsync:sync_run_list",

@@ -60,7 +60,10 @@ def test_repair_without_add_job_is_a_hard_stop(configured):
 
     client = user_with("netbox_hvsync.view_backendendpoint")
     text = client.post(PAGE, follow=True).content.decode()
-    assert "Repair not started: repair needs the core.add_job permission" in text
+    assert (
+        "Repair not started: repair needs the core.add_job and netbox_hvsync.view_hvendpoint and "
+        "netbox_hvsync.view_backendendpoint permissions"
+    ) in text
     assert not Job.objects.filter(name="hvsync sync").exists()
 
 

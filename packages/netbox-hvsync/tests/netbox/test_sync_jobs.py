@@ -278,6 +278,11 @@ def test_schedule_and_cancel_need_their_own_permissions(seeded):
     assert client.post(f"{API}jobs/{seeded['all'].pk}/cancel/").status_code == 403
     permission.actions = ["view", "add"]
     permission.save()
+    refused = client.post(API + "sync/schedule/", {}, format="json")  # core.add_job alone is not enough
+    assert refused.status_code == 403 and "netbox_hvsync.view_hvendpoint" in refused.json()["detail"]
+    endpoints = ObjectPermission.objects.create(name="view endpoints", actions=["view"])
+    endpoints.object_types.set([ObjectType.objects.get(app_label="netbox_hvsync", model="hvendpoint")])
+    endpoints.users.add(viewer)
     assert client.post(API + "sync/schedule/", {}, format="json").status_code == 201
     assert client.post(f"{API}jobs/{seeded['all'].pk}/cancel/").status_code == 403
 

@@ -52,7 +52,10 @@ def test_hard_stops_call_nothing() -> None:
     denied = run_repair(
         has_permission=False, repair_running=False, reconcile=reconcile, queue_full_sync=queue
     )
-    assert not denied.ok and denied.error == f"repair needs the {REPAIR_PERMISSION} permission"
+    assert not denied.ok and denied.error == (
+        "repair needs the core.add_job and netbox_hvsync.view_hvendpoint and "
+        "netbox_hvsync.view_backendendpoint permissions"
+    )
     assert REPAIR_PERMISSION == "core.add_job"
     running = run_repair(has_permission=True, repair_running=True, reconcile=reconcile, queue_full_sync=queue)
     assert not running.ok and running.error == "a repair sync is already running"
@@ -65,3 +68,19 @@ def test_hard_stops_call_nothing() -> None:
         has_permission=True, repair_running=False, reconcile=reconcile, queue_full_sync=failing_queue
     )
     assert not failed.ok and failed.error == "could not queue the full sync: RuntimeError: redis down"
+
+
+def test_a_repair_found_running_under_the_queue_lock_is_the_same_hard_stop() -> None:
+    from netbox_hvsync.rules.repair import RepairAlreadyRunning
+
+    def queue() -> int:
+        raise RepairAlreadyRunning()
+
+    outcome = run_repair(
+        has_permission=True,
+        repair_running=False,
+        reconcile=lambda: (False, "HTTP 409"),
+        queue_full_sync=queue,
+    )
+    assert not outcome.ok and outcome.error == "a repair sync is already running"
+    assert outcome.warnings == ["custom-field reconcile was rejected: HTTP 409"]

@@ -25,7 +25,7 @@ from rest_framework.views import APIView
 from netbox_hvsync.backend.cancel import stop_backend_runs
 from netbox_hvsync.jobs import enqueue_sync
 from netbox_hvsync.querysets import sync_jobs
-from netbox_hvsync.scheduling import SyncScheduleSerializer
+from netbox_hvsync.scheduling import SCHEDULE_PERMISSIONS, SyncScheduleSerializer, missing_permissions
 
 logger = logging.getLogger("netbox_hvsync.api")
 
@@ -43,7 +43,8 @@ class JobCancelPermission(TokenPermissions):
 
 
 class SyncScheduleView(APIView):
-    """POST: queue a sync (needs `core.add_job`). Answers 201 with the core job row."""
+    """POST: queue a sync (needs `scheduling.SCHEDULE_PERMISSIONS`, and view permission on every object
+    the body names). Answers 201 with the core job row."""
 
     queryset = Job.objects.all()  # TokenPermissions: POST requires core.add_job; token must be write-enabled
 
@@ -52,9 +53,12 @@ class SyncScheduleView(APIView):
 
     @extend_schema(request=SyncScheduleSerializer, responses={201: JobSerializer})
     def post(self, request: Request) -> Response:
-        if not request.user.has_perm("core.add_job"):
-            raise PermissionDenied("Scheduling a sync requires the core.add_job permission.")
-        body = SyncScheduleSerializer(data=request.data)
+        if missing := missing_permissions(request.user):
+            raise PermissionDenied(
+                f"Scheduling a sync requires the {' and '.join(SCHEDULE_PERMISSIONS)} permissions "
+                f"(missing: {', '.join(missing)})."
+            )
+        body = SyncScheduleSerializer(data=request.data, context={"user": request.user})
         body.is_valid(raise_exception=True)
         job = enqueue_sync(user=request.user, **body.validated_data)
         logger.info("sync job %s queued by %s", job.pk, request.user)

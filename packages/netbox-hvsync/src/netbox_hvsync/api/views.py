@@ -8,6 +8,8 @@ from typing import Any
 from core.api.serializers import JobSerializer
 from core.models import Job
 from netbox.api.viewsets import NetBoxModelViewSet, NetBoxReadOnlyModelViewSet
+from rest_framework.exceptions import MethodNotAllowed
+from rest_framework.request import Request
 from rest_framework.routers import APIRootView
 
 from netbox_hvsync import filtersets, models
@@ -21,6 +23,19 @@ from . import serializers
 class HvsyncRootView(APIRootView):
     def get_view_name(self) -> str:
         return "hvsync"
+
+
+class ReadOnlyFirst:
+    """SPEC 7.2: a write to a read-only resource is 405 for every signed-in caller. DRF checks permissions
+    before it looks for the method's handler, so a user lacking `add`/`change`/`delete` got 403 instead:
+    here the method is refused before any permission is asked. An anonymous request still gets NetBox's
+    own answer (403 while LOGIN_REQUIRED)."""
+
+    def check_permissions(self, request: Request) -> None:
+        signed_in = request.user is not None and request.user.is_authenticated
+        if signed_in and request.method not in self.allowed_methods:  # type: ignore[attr-defined]
+            raise MethodNotAllowed(request.method)
+        super().check_permissions(request)  # type: ignore[misc]
 
 
 class BackendEndpointViewSet(NetBoxModelViewSet):
@@ -100,7 +115,7 @@ class ReplicationViewSet(NetBoxModelViewSet):
     filterset_class = filtersets.ReplicationFilterSet
 
 
-class DeletionRequestViewSet(NetBoxReadOnlyModelViewSet):
+class DeletionRequestViewSet(ReadOnlyFirst, NetBoxReadOnlyModelViewSet):
     """Read-only: requests are made and decided in the UI (four eyes); writes answer 405."""
 
     queryset = models.DeletionRequest.objects.select_related(
@@ -110,7 +125,7 @@ class DeletionRequestViewSet(NetBoxReadOnlyModelViewSet):
     filterset_class = filtersets.DeletionRequestFilterSet
 
 
-class ApplyJobViewSet(NetBoxReadOnlyModelViewSet):
+class ApplyJobViewSet(ReadOnlyFirst, NetBoxReadOnlyModelViewSet):
     """Read-only audit of plan-then-apply cycles; writes answer 405."""
 
     queryset = models.ApplyJob.objects.select_related("endpoint")
@@ -118,7 +133,7 @@ class ApplyJobViewSet(NetBoxReadOnlyModelViewSet):
     filterset_class = filtersets.ApplyJobFilterSet
 
 
-class SyncJobViewSet(NetBoxReadOnlyModelViewSet):
+class SyncJobViewSet(ReadOnlyFirst, NetBoxReadOnlyModelViewSet):
     """Core Job rows of hvsync syncs, serialized exactly as NetBox's core job serializer does.
 
     `log_entries` can reach ~130 KB per row, so list responses omit it unless `include_log_entries=true`.

@@ -1,10 +1,12 @@
 """The sync-state page and its repair action (SPEC 4.6, 5.3, 7.3 "Repair").
 
 Loading the page needs view permission on the backend endpoint and shows the backend's bootstrap report
-as a badge; repair needs `core.add_job`, reconciles custom fields best-effort (a rejection is a warning),
-then queues a full sync through the regular pipeline. Hard stops: missing permission, a repair already
-running, or failure to queue. Repair never mutates the hypervisor platform: it only calls the backend's
-reconcile route and queues a sync.
+as a badge; repair needs `core.add_job` (SPEC 5.3) and, as every sync does, view permission on the Proxmox
+endpoints it syncs, plus view permission on the backend endpoint it calls (`REPAIR_PERMISSIONS`). It
+reconciles custom fields best-effort (a rejection is a warning), then queues a full sync through the
+regular pipeline. Hard stops: missing permission, a repair already running (checked first, and again
+under a lock when the sync is queued: `RepairAlreadyRunning`), or failure to queue. Repair never mutates
+the hypervisor platform: it only calls the backend's reconcile route and queues a sync.
 """
 
 from __future__ import annotations
@@ -17,6 +19,14 @@ from .redaction import sweep_text
 
 REPAIR_PERMISSION = "core.add_job"
 BOOTSTRAP_VIEW_PERMISSION = "netbox_hvsync.view_backendendpoint"
+#: Everything repair needs: SPEC 5.3's job permission, the endpoints it syncs, the backend it calls.
+REPAIR_PERMISSIONS = (REPAIR_PERMISSION, "netbox_hvsync.view_hvendpoint", BOOTSTRAP_VIEW_PERMISSION)
+ALREADY_RUNNING = "a repair sync is already running"
+
+
+class RepairAlreadyRunning(Exception):
+    """Raised by `queue_full_sync` when, under its lock, another repair's sync is found queued: two
+    clicks that both passed the first check queue one sync between them."""
 
 
 @dataclass(frozen=True)
@@ -60,9 +70,9 @@ def run_repair(
 ) -> RepairOutcome:
     """Reconcile (best effort), then queue a full sync; hard stops return before anything is called."""
     if not has_permission:
-        return RepairOutcome(False, f"repair needs the {REPAIR_PERMISSION} permission")
+        return RepairOutcome(False, f"repair needs the {' and '.join(REPAIR_PERMISSIONS)} permissions")
     if repair_running:
-        return RepairOutcome(False, "a repair sync is already running")
+        return RepairOutcome(False, ALREADY_RUNNING)
     warnings: list[str] = []
     try:
         ok, message = reconcile()
@@ -72,6 +82,8 @@ def run_repair(
         warnings.append(f"custom-field reconcile was rejected: {sweep_text(message)}")
     try:
         job_id = queue_full_sync()
+    except RepairAlreadyRunning:
+        return RepairOutcome(False, ALREADY_RUNNING, warnings=warnings)
     except Exception as exc:
         return RepairOutcome(
             False,

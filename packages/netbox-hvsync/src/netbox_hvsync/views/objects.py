@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.models import Job
+from django.contrib import messages
 from django.db import models as django_models
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.views.generic import View
@@ -413,23 +415,47 @@ for _ui in MODEL_UIS:
     register_ui(_ui)
 
 
-def _selected_hv_endpoint(request: HttpRequest) -> models.HvEndpoint | None:
-    """The dashboard's Proxmox endpoint: `?hv_endpoint=<pk>`, else the first enabled one the user may view."""
+def _selected_hv_endpoint(request: HttpRequest, wanted: str = "") -> models.HvEndpoint | None:
+    """The dashboard's Proxmox endpoint: `hv_endpoint=<pk>`, else the first enabled one the user may view."""
     visible = models.HvEndpoint.objects.restrict(request.user, "view").filter(enabled=True).order_by("name")
-    wanted = request.GET.get("hv_endpoint", "")
     pk = decimal(wanted, low=1, high=2**63 - 1)
     if pk is not None:
         return visible.filter(pk=pk).first()
     return visible.first()
 
 
+def _push_message(request: HttpRequest, endpoint: models.HvEndpoint, push: Any) -> None:
+    """The push's outcome as a flash message: pushed (backend id), failed (redacted reason, status), or
+    not pushed because no backend endpoint is usable."""
+    if push is None:
+        messages.warning(request, f"{endpoint.name}: not pushed: no usable backend endpoint")
+    elif push.ok:
+        suffix = f" (backend id {push.backend_id})" if push.backend_id is not None else ""
+        messages.success(request, f"{endpoint.name}: pushed to the backend{suffix}")
+    else:
+        status = f" (HTTP {push.status})" if push.status else ""
+        messages.error(request, f"{endpoint.name}: push failed: {push.error}{status}")
+
+
 class HomeView(ConditionalLoginRequiredMixin, View):
     """The plugin's landing page (the dashboard): counts per record type, the selected Proxmox endpoint
-    pushed to the backend on view (SPEC 4.5 "opportunistic push"), and the way to the sync-state page."""
+    with a "Push now" button, and the way to the sync-state page.
+
+    SPEC 4.5's opportunistic push ("viewing the dashboard pushes the selected hv endpoint") is the
+    button: a GET has no side effect (a prefetch, a crawler or a reload never sends credentials), the
+    push is a POST of the page's own form (CSRF-protected), for an enabled endpoint the user may view,
+    answered with the outcome as a message and a redirect back to the page."""
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        selected = _selected_hv_endpoint(request, request.POST.get("hv_endpoint", ""))
+        if selected is None:
+            messages.error(request, "Nothing pushed: no enabled Proxmox endpoint you may view was selected")
+            return redirect("plugins:netbox_hvsync:home")
+        _push_message(request, selected, push_hv_by_pk(selected.pk))
+        return redirect(f"{reverse('plugins:netbox_hvsync:home')}?hv_endpoint={selected.pk}")
 
     def get(self, request: HttpRequest) -> HttpResponse:
-        selected = _selected_hv_endpoint(request)
-        push = push_hv_by_pk(selected.pk) if selected is not None else None
+        selected = _selected_hv_endpoint(request, request.GET.get("hv_endpoint", ""))
         sections = []
         for ui in MODEL_UIS:
             opts = ui.model._meta
@@ -453,7 +479,6 @@ class HomeView(ConditionalLoginRequiredMixin, View):
             {
                 "sections": sections,
                 "selected": selected,
-                "push": push,
                 "endpoints": endpoints.order_by("name"),
                 "recent_runs": recent_runs,
             },

@@ -22,10 +22,8 @@ from utilities.views import ConditionalLoginRequiredMixin
 from netbox_hvsync import models
 from netbox_hvsync.choices import SYNC_STAGES
 from netbox_hvsync.jobs import enqueue_sync
-from netbox_hvsync.scheduling import SyncScheduleSerializer
+from netbox_hvsync.scheduling import SCHEDULE_PERMISSIONS, SyncScheduleSerializer, missing_permissions
 from netbox_hvsync.sync.branching import branching_installed
-
-SCHEDULE_PERMISSION = "core.add_job"
 
 #: Serializer field -> form field, so a REST-side error lands on the field the operator filled in.
 FORM_FIELD = {"hv_endpoint_ids": "hv_endpoints", "backend_endpoint_id": "backend_endpoint"}
@@ -79,23 +77,34 @@ class SyncScheduleView(ConditionalLoginRequiredMixin, View):
     template_name = "netbox_hvsync/sync_schedule.html"
 
     def _forbidden(self) -> HttpResponse:
-        return HttpResponseForbidden(f"scheduling a sync needs the {SCHEDULE_PERMISSION} permission")
+        return HttpResponseForbidden(
+            f"scheduling a sync needs the {' and '.join(SCHEDULE_PERMISSIONS)} permissions"
+        )
+
+    def _form(self, request: HttpRequest, data: Any = None) -> SyncScheduleForm:
+        """The form, its choices narrowed to the endpoints the user may view (the serializer checks again)."""
+        form = SyncScheduleForm(data)
+        form.fields["hv_endpoints"].queryset = models.HvEndpoint.objects.restrict(request.user, "view")
+        form.fields["backend_endpoint"].queryset = models.BackendEndpoint.objects.restrict(
+            request.user, "view"
+        )
+        return form
 
     def _render(self, request: HttpRequest, form: SyncScheduleForm) -> HttpResponse:
         return render(request, self.template_name, {"form": form, "branching": branching_installed()})
 
     def get(self, request: HttpRequest) -> HttpResponse:
-        if not request.user.has_perm(SCHEDULE_PERMISSION):
+        if missing_permissions(request.user):
             return self._forbidden()
-        return self._render(request, SyncScheduleForm())
+        return self._render(request, self._form(request))
 
     def post(self, request: HttpRequest) -> HttpResponse:
-        if not request.user.has_perm(SCHEDULE_PERMISSION):
+        if missing_permissions(request.user):
             return self._forbidden()
-        form = SyncScheduleForm(request.POST)
+        form = self._form(request, request.POST)
         if not form.is_valid():
             return self._render(request, form)
-        body = SyncScheduleSerializer(data=form.rest_body())
+        body = SyncScheduleSerializer(data=form.rest_body(), context={"user": request.user})
         if not body.is_valid():
             for field, errors in body.errors.items():
                 target = FORM_FIELD.get(field, field)
