@@ -261,6 +261,11 @@ def _selector(description: str, max_length: int, example: str) -> Any:
             "content": _OBJECT,
         },
         424: {"description": "an object failed in NetBox (NetBox answered 4xx)", "content": _OBJECT},
+        500: {
+            "description": "an unexpected backend error: the run's `complete` with `error.detail` "
+            "`internal error: <class>` (JSON, never a plain-text page)",
+            "content": _OBJECT,
+        },
         501: {"description": "a stage the run needs is not implemented", "content": _OBJECT},
         502: {"description": "NetBox or Proxmox unreachable or answering 5xx", "content": _OBJECT},
     },

@@ -7,7 +7,9 @@ selected-object sync answers its `complete` with the status `individual_status` 
 
 from __future__ import annotations
 
+import logging
 import time
+import traceback
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -25,8 +27,11 @@ from hvsync_backend.sync.leases import LeaseHeld, Leases, RunCancelled, holding
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.proxmox import HvSource
 from hvsync_backend.sync.runner import execute, run_netbox
+from hvsync_backend.wire.redaction import sweep_text
 
 __all__ = ["cancel_job", "individual_run", "individual_status", "lease_pairs", "leases", "stream_run"]
+
+log = logging.getLogger("hvsync_backend.sync")
 
 
 def leases(context: BackendContext) -> Leases:
@@ -111,7 +116,25 @@ async def individual_run(
     context: BackendContext, kind: str, selection: individual_sync.Selection, options: SyncOptions
 ) -> tuple[dict[str, Any], int]:
     """Sync one selected object and what it depends on; its `complete` (or why not) and HTTP status.
-    Raises UnknownHvEndpoints for an endpoint id that is not stored."""
+    Raises UnknownHvEndpoints for an endpoint id that is not stored.
+
+    An unexpected exception is answered as the streams answer it (`sse/runs.py`): a JSON `complete` with
+    `error.detail` "internal error: <class>" and status 500, the trace logged with credential-looking text
+    swept. Before, it escaped the route and the server answered a plain-text "Internal Server Error"."""
+    try:
+        return await _individual_run(context, kind, selection, options)
+    except UnknownHvEndpoints:
+        raise
+    except Exception as exc:
+        trace = "".join(traceback.format_exception(exc))
+        log.error("individual %s sync failed:\n%s", kind, sweep_text(trace))
+        problem = {"source": "backend", "status": None, "detail": f"internal error: {type(exc).__name__}"}
+        return failed_complete(f"individual-{kind}", problem, dry_run=options.dry_run), 500
+
+
+async def _individual_run(
+    context: BackendContext, kind: str, selection: individual_sync.Selection, options: SyncOptions
+) -> tuple[dict[str, Any], int]:
     options = replace(
         options, partial=True, delete_stale=False, only_vmids=selection.only_vmids, focus=selection.focus
     )
