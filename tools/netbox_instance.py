@@ -149,8 +149,17 @@ CONFIG_MODULE = "hvsync_netbox_configuration"
 ADMIN_USER, ADMIN_PASSWORD = "admin", "admin"
 
 # name -> (port, first redis database); instances never share RQ queues or caches. Other names get a
-# port and a pair of Redis databases allocated once and kept in the instance's directory.
-INSTANCES = {"dev": (8765, 2), "test": (8766, 4), "demo": (8767, 6), "bench": (8768, 8)}
+# port and a pair of Redis databases allocated once and kept in the instance's directory. `long-sync`
+# (make test's long sync, beside its other suites, whose spare slots e2e-sync and install-check hold)
+# has bench's Redis databases: `make bench` and `make test` never run together, and `up` refuses while
+# a live worker of the other is on them.
+INSTANCES = {
+    "dev": (8765, 2),
+    "test": (8766, 4),
+    "demo": (8767, 6),
+    "bench": (8768, 8),
+    "long-sync": (8769, 8),
+}
 PYTEST_REDIS_BASE = 10
 SPARE_REDIS_BASES = (12, 14)  # Redis has databases 0-15; 0-1 are left to whoever else uses this Redis
 SPARE_PORTS = range(8770, 8790)
@@ -536,12 +545,23 @@ application = WhiteNoise(_netbox, root="{static}", prefix="static/")
 def write_config() -> None:
     RELEASE.conf_dir.mkdir(parents=True, exist_ok=True)
     RELEASE.root.mkdir(parents=True, exist_ok=True)
-    (RELEASE.conf_dir / f"{CONFIG_MODULE}.py").write_text(
+    _replace_file(
+        RELEASE.conf_dir / f"{CONFIG_MODULE}.py",
         CONFIG_TEMPLATE.format(
             secret_key=secret_value("secret-key"), pepper=secret_value("token-pepper"), **PG
-        )
+        ),
     )
-    (RELEASE.conf_dir / "hvsync_netbox_wsgi.py").write_text(WSGI_MODULE.format(static=RELEASE.static_dir))
+    _replace_file(RELEASE.conf_dir / "hvsync_netbox_wsgi.py", WSGI_MODULE.format(static=RELEASE.static_dir))
+
+
+def _replace_file(path: Path, text: str) -> None:
+    """Write `text` to `path` in one rename: an instance starting beside another `up` or pytest run of the
+    same release never imports a half-written configuration."""
+    if path.exists() and path.read_text() == text:
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def netbox_env(db: str, redis_base: int, **extra: str) -> dict[str, str]:
