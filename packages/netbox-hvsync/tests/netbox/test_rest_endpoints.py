@@ -110,9 +110,14 @@ def test_inventory_endpoint_token_and_fingerprint_read_only(api):
     assert body["pushed_credential_fingerprint"] == "" and body["has_token"] is True
     assert PLANTED["inventory"] not in created.content.decode()
     assert database_dump_contains(PLANTED["inventory"]) == []
-    missing_key = api.post(INVENTORIES, {"name": "n2", "domain": "d", "token_version": 2}, format="json")
-    assert missing_key.status_code == 400 and "token_key" in missing_key.json()
-    v1 = api.post(INVENTORIES, {"name": "n3", "domain": "d", "token_version": 1}, format="json")
+    # disabled: one inventory endpoint ("netbox") is enabled already, and a second may not be (issue 39)
+    missing_key = api.post(
+        INVENTORIES, {"name": "n2", "domain": "d", "token_version": 2, "enabled": False}, format="json"
+    )
+    assert missing_key.status_code == 400 and list(missing_key.json()) == ["token_key"]
+    v1 = api.post(
+        INVENTORIES, {"name": "n3", "domain": "d", "token_version": 1, "enabled": False}, format="json"
+    )
     assert v1.status_code == 201 and v1.json()["has_token"] is False
 
 

@@ -179,20 +179,20 @@ class InventoryEndpoint(EncryptedCredentialsMixin, NetBoxModel):
 
     def clean(self) -> None:
         super().clean()
+        errors: dict[str, str] = {}
         if not self.domain and not self.ip_address_id:
-            raise ValidationError({"domain": "Give a domain name or an IP address."})
-        if errors := host_errors(self):
-            raise ValidationError(errors)
+            errors["domain"] = "Give a domain name or an IP address."
+        errors.update(host_errors(self))
         if self.enabled and (other := self.other_enabled()) is not None:
-            raise ValidationError(
-                {
-                    "enabled": f"Inventory endpoint {other.name!r} is already enabled: the backend holds one "
-                    "NetBox inventory, and two enabled endpoints would overwrite it in turn. Disable that one "
-                    "first, or save this one disabled."
-                }
+            errors["enabled"] = (
+                f"Inventory endpoint {other.name!r} is already enabled: the backend holds one NetBox "
+                "inventory, and two enabled endpoints would overwrite it in turn. Disable that one first, "
+                "or save this one disabled."
             )
         if self.token_version == TokenVersionChoices.V2 and not self.token_key:
-            raise ValidationError({"token_key": "A v2 token needs its key."})
+            errors["token_key"] = "A v2 token needs its key."
+        if errors:
+            raise ValidationError(errors)
 
 
 class HvEndpointDeletionBlocked(AbortRequest):
