@@ -1,6 +1,7 @@
 """`requests` implementation of `rules.transport.Transport`: the only place the plugin speaks HTTP to the backend.
 
-Every call carries a timeout, redirects are never followed, and connection, TLS and timeout failures
+Every call carries a timeout, redirects are never followed, names are resolved once per connection and
+only addresses the host rules allow are dialled (`CheckedAdapter`), and connection, TLS and timeout failures
 (including those that happen while a stage stream is being read) become `TransportError`, so core
 decides what they mean. Exception texts are reduced to the exception class and a short reason: they can
 contain URLs but never the `X-Service-API-Key` header, which `requests` does not echo.
@@ -8,13 +9,19 @@ contain URLs but never the `X-Service-API-Key` header, which `requests` does not
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import requests
 import urllib3
 from netbox_hvsync.rules.transport import TransportError
+from netbox_hvsync.rules.urls import forbidden_host
 from netbox_hvsync.wire.sse import split_lines
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import NewConnectionError
 
 #: Ceiling for reading the next chunk of a stage stream; the backend sends keep-alive comments every 15 s.
 STREAM_READ_TIMEOUT = 120.0
@@ -40,6 +47,65 @@ def _reason(exc: BaseException) -> str:
         inner = inner.__cause__ or inner.args[0]
     text = str(inner).splitlines()[0] if str(inner) else ""
     return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
+
+
+class _CheckedAddresses:
+    """Resolve the host once per connection and dial only addresses the host rules allow (issue 39: a
+    name that resolves to a link-local, unspecified, mapped or metadata address is refused, whatever its
+    text). The checked address is dialled as a literal; TLS still verifies the certificate for the name."""
+
+    host: str
+    port: int
+    _dns_host: str
+
+    def _new_conn(self) -> socket.socket:
+        try:
+            infos = socket.getaddrinfo(self._dns_host, self.port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise NewConnectionError(self, f"cannot resolve the host: {exc}") from None  # type: ignore[arg-type]
+        addresses = list(dict.fromkeys(str(info[4][0]).split("%", 1)[0] for info in infos))
+        refused = [a for a in addresses if forbidden_host(a) is not None]
+        if refused or not addresses:
+            raise NewConnectionError(  # type: ignore[arg-type]
+                self,
+                "the host resolves to an address hvsync refuses (link-local, unspecified, mapped or metadata)",
+            )
+        name, last = self._dns_host, None
+        try:
+            for address in addresses:
+                self._dns_host = address
+                try:
+                    return super()._new_conn()  # type: ignore[misc, no-any-return]
+                except (NewConnectionError, urllib3.exceptions.ConnectTimeoutError) as exc:
+                    last = exc
+            assert last is not None
+            raise last
+        finally:
+            self._dns_host = name
+
+
+class CheckedHTTPConnection(_CheckedAddresses, HTTPConnection):
+    pass
+
+
+class CheckedHTTPSConnection(_CheckedAddresses, HTTPSConnection):
+    pass
+
+
+class _CheckedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = CheckedHTTPConnection
+
+
+class _CheckedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = CheckedHTTPSConnection
+
+
+class CheckedAdapter(HTTPAdapter):
+    """requests' adapter whose connections go only to addresses the host rules allow."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _CheckedHTTPPool, "https": _CheckedHTTPSPool}
 
 
 class StreamingResponse:
@@ -87,6 +153,8 @@ class RequestsTransport:
         self.session = requests.Session()
         self.session.verify = verify_ssl
         self.session.trust_env = False  # no proxy or netrc credentials from the worker's environment
+        for prefix in ("http://", "https://"):
+            self.session.mount(prefix, CheckedAdapter())
 
     def request(
         self,
