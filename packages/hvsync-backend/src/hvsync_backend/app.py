@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from hvsync_backend import __version__
@@ -23,6 +24,7 @@ from hvsync_backend.db.session import head_revision
 from hvsync_backend.endpoints.crypto import CredentialDecryptError
 from hvsync_backend.endpoints.schemas import SECRET_FIELDS
 from hvsync_backend.errors import FieldError
+from hvsync_backend.route_table import leaf_routes
 from hvsync_backend.slashes import BothSlashForms
 from hvsync_backend.sse.runs import RunRegistry
 
@@ -87,6 +89,17 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": "database unavailable"}, status_code=503)
 
 
+#: What FastAPI answers when a request body is not JSON: documented on the routes that take a body (only
+#: they can answer it; an app-wide 400 would also override the "4XX" a route documents for its own 400s).
+PARSE_ERROR = {"model": keys.DetailOut, "description": "request body could not be parsed"}
+
+
+def _document_parse_errors(app: FastAPI) -> None:
+    for route in leaf_routes(app.router.routes):
+        if isinstance(route, APIRoute) and route.body_field is not None:
+            route.responses.setdefault(400, PARSE_ERROR)
+
+
 def create_app(settings: Settings | None = None, context: BackendContext | None = None) -> FastAPI:
     """Build the app: applies migrations and loads the encryption key once, here, not per request."""
     settings = settings or Settings()
@@ -103,7 +116,6 @@ def create_app(settings: Settings | None = None, context: BackendContext | None 
         description="Key-guarded service that reads Proxmox VE and writes NetBox. "
         "Send the key in the `X-Service-API-Key` header.",
         lifespan=lifespan,
-        responses={400: {"model": keys.DetailOut, "description": "request body could not be parsed"}},
         docs_url=None,  # served by api/docs.py from local files
         redoc_url=None,
         redirect_slashes=False,  # BothSlashForms serves both forms instead of a Host-built redirect
@@ -114,6 +126,7 @@ def create_app(settings: Settings | None = None, context: BackendContext | None 
     _install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    _document_parse_errors(app)
     # Outermost last: the slash forms are settled before the gate looks the path up.
     app.add_middleware(KeyGate, backend=app)
     app.add_middleware(BothSlashForms, router=app.router)
