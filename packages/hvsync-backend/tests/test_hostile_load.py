@@ -235,7 +235,7 @@ async def test_wrong_keys_in_flight_do_not_delay_a_verified_key(tmp_path: Path) 
 
 
 def test_a_wrong_generated_key_costs_the_same_whether_its_id_exists(tmp_path: Path, monkeypatch) -> None:
-    _, ctx = make_app(tmp_path, bcrypt_rounds=9)
+    _, ctx = make_app(tmp_path, bcrypt_rounds=10)
     ctx.keys.register_bootstrap("owner-" + "k" * 40, "owner")
     view, _ = ctx.keys.create(label="generated")
     checks: list[int] = []
@@ -249,12 +249,14 @@ def test_a_wrong_generated_key_costs_the_same_whether_its_id_exists(tmp_path: Pa
         return time.perf_counter() - start, len(checks)
 
     cost(999_999)  # the dummy hash is made once, on first need
-    existing = [cost(view.id) for _ in range(7)]
-    missing = [cost(999_999) for _ in range(7)]
+    existing, missing = [], []
+    for _ in range(9):  # interleaved, so both see the same load on a shared machine
+        existing.append(cost(view.id))
+        missing.append(cost(999_999))
     assert {n for _, n in existing} == {n for _, n in missing} == {2}
     ratio = statistics.median(t for t, _ in missing) / statistics.median(t for t, _ in existing)
-    print(f"wrong key, id missing / id existing: {ratio:.2f}")
-    assert 0.7 < ratio < 1.4
+    print(f"wrong key, id missing / id existing: {ratio:.2f}")  # one check instead of two: about 0.5
+    assert 0.7 < ratio < 1.45
     ctx.engine.dispose()
 
 
