@@ -14,7 +14,7 @@ from __future__ import annotations
 def test_no_netbox_model_gets_a_field_from_hvsync_that_needs_a_filter() -> None:
     from django.apps import apps
     from django.contrib.contenttypes.fields import GenericForeignKey, GenericRelation
-    from django.db.models import ManyToOneRel
+    from django.db.models import ManyToManyRel, ManyToOneRel
 
     core_apps = {
         "circuits",
@@ -39,9 +39,13 @@ def test_no_netbox_model_gets_a_field_from_hvsync_that_needs_a_filter() -> None:
                 continue
             if type(field) is ManyToOneRel or type(field) in (GenericForeignKey, GenericRelation):
                 continue  # NetBox's test skips these
+            if model._meta.label == "extras.Tag" and type(field) is ManyToManyRel:
+                # NetBox's tagging (`tags` through TaggedItem) of every NetBoxModel, a plugin's included:
+                # listed on Tag by NetBox 4.5 and 4.6, not by 4.7; not a relation hvsync chose to add
+                continue
             added.append(f"{model._meta.label}.{field.name} ({type(field).__name__})")
     assert checked > 100  # NetBox's models were looked at
-    assert added == []
+    assert added == [], added
 
 
 def test_a_sidecar_still_goes_with_its_netbox_object(hv) -> None:
