@@ -153,7 +153,9 @@ def check_endpoint_host(value: str | None, field: str) -> str | None:
     host = canonical_ip(text)
     if host is None:
         if numeric_name(text):
-            raise TargetError(field, "is neither a valid DNS name nor an IP address: a numeric host must be dotted IPv4")
+            raise TargetError(
+                field, "is neither a valid DNS name nor an IP address: a numeric host must be dotted IPv4"
+            )
         host = canonical_dns_name(text)
     if host is None:
         raise TargetError(field, "is neither a valid DNS name nor an IP address")
@@ -259,7 +261,9 @@ def canonicalize_target(
         raise TargetError(field, "IPv6 addresses must be bracketed in a URL")
     host = canonical_ip(hostname) if ":" in hostname or hostname[-1:].isdigit() else None
     if host is None and numeric_name(hostname):
-        raise TargetError(field, "is neither a valid DNS name nor an IP address: a numeric host must be dotted IPv4")
+        raise TargetError(
+            field, "is neither a valid DNS name nor an IP address: a numeric host must be dotted IPv4"
+        )
     if host is None:
         host = canonical_dns_name(hostname)
     if host is None:
