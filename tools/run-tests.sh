@@ -86,9 +86,19 @@ show_netbox_tests() {
 
 echo "== plugin tests in NetBox's venv (NetBox ${NETBOX_VERSION:-default})"
 # on the Redis databases of the `test` instance, which starts after it (a previous run's is stopped
-# first): the matrix releases' suites beside it have the pytest runs' own
+# first): the matrix releases' suites beside it have the pytest runs' own. The REST fuzz run (minutes,
+# mostly waiting on NetBox) goes beside it in a pytest process of its own, on the Redis databases of the
+# `demo` instance (not started by make test before the demo's signal test, which runs much later).
 "${TOOL[@]}" down --name test >/dev/null
-HVSYNC_PYTEST_REDIS_OF=test "${TOOL[@]}" pytest $PYTEST_ARGS packages/netbox-hvsync/tests/netbox || status=1
+"${TOOL[@]}" down --name demo >/dev/null
+REST_FUZZ=packages/netbox-hvsync/tests/netbox/test_rest_fuzz.py
+HVSYNC_PYTEST_REDIS_OF=demo "${TOOL[@]}" pytest $PYTEST_ARGS "$REST_FUZZ" >.netbox/rest-fuzz.log 2>&1 &
+rest_fuzz_pid=$!
+HVSYNC_PYTEST_REDIS_OF=test "${TOOL[@]}" pytest $PYTEST_ARGS packages/netbox-hvsync/tests/netbox \
+  --ignore="$REST_FUZZ" || status=1
+echo "== $REST_FUZZ (run beside the suite above): its output"
+wait "$rest_fuzz_pid" || { cat .netbox/rest-fuzz.log; status=1; }
+grep -E "passed|failed|error" .netbox/rest-fuzz.log | tail -n 3
 
 echo "== NetBox test instance (NetBox ${NETBOX_VERSION:-default})"
 # However the run ends, nothing it started is left behind: the REST-path e2e run below is waited for
@@ -122,7 +132,7 @@ show_long_sync() {
   wait "$long_sync_pid" || ran=$?
   long_sync_pid=""
   echo "== tests/orchestration/test_long_sync.py (a sync longer than NetBox's 300 s job timeout) and"
-  echo "   tests/e2e/test_demo_signals.py (make demo stops on SIGINT and SIGTERM): their output"
+  echo "   tests/e2e/test_backend_fuzz.py, tests/e2e/test_demo_signals.py (make demo stops on SIGINT and SIGTERM): their output"
   cat .netbox/long-sync.log
   if [ "$ran" != 0 ]; then status=1; fi
 }
@@ -140,14 +150,20 @@ export HVSYNC_NETBOX_ENV="$ROOT/.netbox/instances/test/env"
 # A sync that outlasts NetBox's default 300 s RQ job timeout completes (the emulator slowed down; the
 # plugin's own job timeout). It mostly waits, so it runs in the background on its own instance
 # (`long-sync`, started by the orchestration fixtures) beside the suites below; output at the end.
-# Then, in the same background run, `make demo`'s signal handling (the real launcher on the `demo`
+# Then, in the same background run, the backend's fuzz run against a real NetBox and `make demo`'s
+# signal handling (the real launcher on the `demo`
 # instance's slot, three starts of it): neither depends on the suites below nor they on it.
-echo "== tests/orchestration/test_long_sync.py, then tests/e2e/test_demo_signals.py, in the background (.netbox/long-sync.log)"
+echo "== tests/orchestration/test_long_sync.py, tests/e2e/test_backend_fuzz.py, tests/e2e/test_demo_signals.py in the background (.netbox/long-sync.log)"
 (
   ran=0
   env -u HVSYNC_NETBOX_ENV HVSYNC_ORCH_INSTANCE=long-sync .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS \
     tests/orchestration/test_long_sync.py || ran=$?
   echo "== long-sync run done after $((SECONDS - started)) s"
+  # the backend fuzzed against a real NetBox (it writes what it likes there: a NetBox of its own, the
+  # long-sync instance's slot, free again once that run's fixtures have stopped it)
+  env -u HVSYNC_NETBOX_ENV HVSYNC_E2E_NETBOX=long-sync HVSYNC_E2E_NETBOX_PORT=8769 \
+    .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS tests/e2e/test_backend_fuzz.py || ran=$?
+  echo "== backend fuzz run done after $((SECONDS - started)) s"
   env -u HVSYNC_NETBOX_ENV .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS tests/e2e/test_demo_signals.py || ran=$?
   echo "== demo signal run done after $((SECONDS - started)) s"
   exit $ran
@@ -156,9 +172,9 @@ long_sync_pid=$!
 
 for suite in tests/e2e tests/orchestration; do
   echo "== $suite"
-  # test_long_sync.py and test_demo_signals.py run in the background (above)
+  # test_long_sync.py, test_backend_fuzz.py and test_demo_signals.py run in the background (above)
   .venv/bin/pytest -p no:cacheprovider $PYTEST_ARGS "$suite" --ignore=tests/orchestration/test_long_sync.py \
-    --ignore=tests/e2e/test_demo_signals.py || status=1
+    --ignore=tests/e2e/test_demo_signals.py --ignore=tests/e2e/test_backend_fuzz.py || status=1
 done
 # The whole-system suites above write through the plugin's apply path (change sets); the sync suite runs
 # again with the backend on REST list writes, the path of a NetBox without the plugin's apply route.

@@ -42,3 +42,14 @@ def test_unknown_endpoint_ids_stay_a_404(backend, auth):
     backend.client.post("/inventory/endpoint", headers=auth, json=INV)
     r = backend.client.post("/sync/individual/cluster", headers=auth, params={"hv_endpoint_ids": "77"})
     assert r.status_code == 404 and r.json() == {"detail": "unknown hv endpoint id(s): 77"}
+
+
+@pytest.mark.parametrize("node", ["a/b", "a\x00b", "-node", "node-", "n" * 64, "..", "a b"])
+def test_a_upid_naming_no_possible_node_is_refused_before_any_read(backend, auth, node):
+    netbox = FakeNetBox()
+    backend.context.netbox_transport = netbox.transport
+    backend.client.post("/inventory/endpoint", headers=auth, json=INV)
+    upid = f"UPID:{node}:0000A1B2:0001C3D4:65000000:qmstart:100:root@pam:"
+    r = backend.client.post("/sync/individual/task-history", headers=auth, params={"upid": upid})
+    assert r.status_code == 422, r.text
+    assert "upid" in r.text and "expected a Proxmox UPID" in r.text

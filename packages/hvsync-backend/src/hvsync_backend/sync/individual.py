@@ -162,13 +162,18 @@ def _backup(query: Mapping[str, str]) -> Selection:
     )
 
 
+#: Proxmox's node names (its `pve-node` format: a DNS label); a UPID naming anything else is refused
+#: before any read, rather than read partly and answered 404
+_NODE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
 def _task(query: Mapping[str, str]) -> Selection:
     text = (query.get("upid") or "").strip()
     vmid = _vmid(query, required=False)
     if not text and vmid is None:
         raise FieldError("upid", "upid (a Proxmox task UPID) or vmid is required")
     upid = parse_upid(text) if text else None
-    if text and (upid is None or len(text) > 255):
+    if text and (upid is None or len(text) > 255 or not _NODE_NAME.fullmatch(upid.node)):
         raise FieldError("upid", f"expected a Proxmox UPID 'UPID:<node>:...', got {text!r}")
     if upid is not None and upid.vmid is not None:
         if vmid is not None and vmid != upid.vmid:
