@@ -15,7 +15,7 @@ from pve_emulator.mock.locks import active_lock
 from pve_emulator.mock.registry import Call, route
 from pve_emulator.mock.release_info import release_info
 from pve_emulator.mock.state import ClusterState, Task, digest
-from pve_emulator.mock.storage import content_string, storage_enabled_on, storage_status
+from pve_emulator.mock.storage import content_string, storage_usage
 from pve_emulator.mock.task_views import active_list, node_task_order, sees_task, status_type, task_entry
 from pve_emulator.paging import Counted
 
@@ -61,12 +61,17 @@ def cluster_status(call: Call) -> list[dict[str, Any]]:
     return out
 
 
-def node_usage(state: ClusterState, name: str) -> dict[str, Any]:
+def node_usage(state: ClusterState, name: str, guest_mem: list[int] | None = None) -> dict[str, Any]:
+    """A node's figures from its running guests; ``guest_mem`` (their ``mem``, when the caller has
+    them already) spares reading every guest again."""
     node = state.nodes[name]
-    running = [g for g in state.guests.values() if g.node == name and g.status == "running"]
-    mem = 2 * 1024**3 + sum(guest_usage(g, 0)["mem"] for g in running)
+    if guest_mem is None:
+        running = [g for g in state.guests.values() if g.node == name and g.status == "running"]
+        guest_mem = [guest_usage(g, 0)["mem"] for g in running]
+    mem = 2 * 1024**3 + sum(guest_mem)
+    running_count = len(guest_mem)
     return {
-        "cpu": round(0.02 + 0.01 * len(running) / max(node.maxcpu, 1), 4),
+        "cpu": round(0.02 + 0.01 * running_count / max(node.maxcpu, 1), 4),
         "maxcpu": node.maxcpu,
         "mem": min(mem, node.maxmem),
         "maxmem": node.maxmem,
@@ -178,7 +183,7 @@ def ha_states(state: ClusterState) -> dict[str, str]:
     return out
 
 
-def _guest_resource(state: ClusterState, guest: Any, now: float) -> dict[str, Any]:
+def _guest_resource(state: ClusterState, guest: Any, usage: dict[str, Any]) -> dict[str, Any]:
     """extract_vm_stats plus the config's ``lock``/``tags``: what pvestatd broadcast for the guest."""
     entry: dict[str, Any] = {
         "id": f"{guest.kind}/{guest.vmid}",
@@ -190,7 +195,6 @@ def _guest_resource(state: ClusterState, guest: Any, now: float) -> dict[str, An
         "name": guest.name,
         "template": int(guest.is_template),
     }
-    usage = guest_usage(guest, now)
     entry.update({k: usage[k] for k in (*GUEST_STATS, *GUEST_IO)})
     if not str(state.release).startswith("8"):
         entry["memhost"] = usage["mem"]  # PVE 9's pve-vm-9.0 RRD also reports the host-side memory
@@ -214,7 +218,7 @@ def _add_to_pool(pool: dict[str, Any], guest: dict[str, Any]) -> None:
     pool["maxcpu"] = total
 
 
-def _node_resource(state: ClusterState, node: Any, audit: bool) -> dict[str, Any]:
+def _node_resource(state: ClusterState, node: Any, audit: bool, guest_mem: list[int]) -> dict[str, Any]:
     """extract_node_stats: an offline node keeps its last capacities but no live numbers; a caller without
     Sys.Audit on the node sees neither."""
     entry: dict[str, Any] = {
@@ -225,7 +229,7 @@ def _node_resource(state: ClusterState, node: Any, audit: bool) -> dict[str, Any
         "level": "",
     }
     if audit:
-        usage = node_usage(state, node.name)
+        usage = node_usage(state, node.name, guest_mem)
         keys = ("maxcpu", "maxmem", "maxdisk") + (("uptime", "cpu", "mem", "disk") if node.online else ())
         entry.update({k: usage[k] for k in keys})
     entry["cgroup-mode"] = 2
@@ -247,10 +251,12 @@ def cluster_resources(call: Call) -> list[dict[str, Any]]:
             if "Pool.Audit" in privileges(state, who, f"/pool/{poolid}"):
                 pools[poolid] = {"id": f"/pool/{poolid}", "pool": poolid, "type": "pool"}
                 out.append(pools[poolid])
+    # every guest's figures once: its own entry and its node's sums both use them
+    usages = {vmid: guest_usage(guest, now) for vmid, guest in state.guests.items()}
     if kind in (None, "vm"):
         hastate = ha_states(state)
         for guest in sorted(state.guests.values(), key=lambda g: str(g.vmid)):
-            entry = _guest_resource(state, guest, now)
+            entry = _guest_resource(state, guest, usages[guest.vmid])
             if guest.pool:
                 entry["pool"] = guest.pool
                 if guest.pool in pools and entry["uptime"]:
@@ -264,17 +270,22 @@ def cluster_resources(call: Call) -> list[dict[str, Any]]:
                 entry["hastate"] = hastate[sid]
             out.append(entry)
     if kind in (None, "node"):
+        running_mem: dict[str, list[int]] = {name: [] for name in state.nodes}
+        for guest in state.guests.values():
+            if guest.status == "running" and guest.node in running_mem:
+                running_mem[guest.node].append(usages[guest.vmid]["mem"])
         for node in state.nodes.values():
             audit = "Sys.Audit" in privileges(state, who, f"/nodes/{node.name}")
-            out.append(_node_resource(state, node, audit))
+            out.append(_node_resource(state, node, audit, running_mem[node.name]))
     if kind in (None, "storage"):
+        usage = storage_usage(state)
         for storage, cfg in sorted(state.storages.items()):
             if "Datastore.Audit" not in privileges(state, who, f"/storage/{storage}"):
                 continue
             for node_name in state.nodes:
-                if not storage_enabled_on(cfg, node_name):
+                st = usage.get((node_name, storage))
+                if st is None:  # not enabled on that node
                     continue
-                st = storage_status(state, node_name, storage)
                 out.append(
                     {
                         "id": f"storage/{node_name}/{storage}",

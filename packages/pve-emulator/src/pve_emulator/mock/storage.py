@@ -110,6 +110,38 @@ def storage_status(state: ClusterState, node: str, storage: str) -> dict[str, An
     return {"total": total, "used": used, "avail": total - used}
 
 
+def storage_usage(state: ClusterState) -> dict[tuple[str, str], dict[str, Any]]:
+    """``storage_status`` of every (node, storage) where the storage is enabled, in one pass over the
+    guests: what ``/cluster/resources`` lists, without reading every guest's disks once per pair."""
+    from pve_emulator.mock.guests.common import disk_entries
+
+    local: dict[tuple[str, str], int] = {}
+    shared: dict[str, int] = {}
+    for guest in state.guests.values():
+        for _key, st, _name, size in disk_entries(guest):
+            cfg = state.storages.get(st)
+            if cfg is None:
+                continue
+            if cfg.get("shared"):
+                shared[st] = shared.get(st, 0) + volume_used(cfg, size)
+            else:
+                local[(guest.node, st)] = local.get((guest.node, st), 0) + volume_used(cfg, size)
+    other: dict[tuple[str | None, str], int] = {}
+    for v in state.volumes.values():
+        other[(v.node, v.storage)] = other.get((v.node, v.storage), 0) + v.size
+    out = {}
+    for storage, cfg in state.storages.items():
+        total = _CAPACITY.get(cfg["type"], 500) * 1024**3
+        for node in state.nodes:
+            if not storage_enabled_on(cfg, node):
+                continue
+            used = shared.get(storage, 0) if cfg.get("shared") else local.get((node, storage), 0)
+            used += other.get((None, storage), 0) + other.get((node, storage), 0)
+            used = min(used, total)
+            out[(node, storage)] = {"total": total, "used": used, "avail": total - used}
+    return out
+
+
 def _storage_info(state: ClusterState, node: str, storage: str) -> dict[str, Any]:
     """PVE::Storage::storage_info for one storage: zeros, inactive, when it is not enabled on the node."""
     cfg = state.storages[storage]

@@ -6,6 +6,7 @@ beside them; other mock modules read disks (``disk_entries``) and usage (``guest
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import zlib
@@ -25,6 +26,7 @@ NET = re.compile(r"^net\d+$")
 NIC_MODELS = ("virtio", "e1000", "e1000e", "rtl8139", "vmxnet3")
 
 
+@functools.lru_cache(maxsize=4096)
 def size_bytes(text: str) -> int:
     """Bytes of a ``size=`` value (validated as ``disk-size`` on the way in); 0 if it is not one."""
     return size_in_bytes(text) or 0
@@ -40,18 +42,36 @@ def is_disk_key(kind: GuestKind, key: str) -> bool:
     return bool((QEMU_DISK if kind == "qemu" else LXC_DISK).match(key))
 
 
+@functools.lru_cache(maxsize=4096)
+def _volume_key(kind: GuestKind, key: str) -> bool:
+    """Whether a config key names a disk volume (attached or ``unusedN``); memoised, as list views
+    (``/cluster/resources``, storage status) ask it for every key of every guest."""
+    return is_disk_key(kind, key) or bool(UNUSED.match(key))
+
+
+@functools.lru_cache(maxsize=65536)
+def _parse_volume(text: str) -> tuple[str, str, str, int | None] | None:
+    """(volume id, storage, name, ``size=`` in bytes or None) of a disk value; None for no volume or a
+    CD-ROM. Memoised on the value text, which only changes when the config does."""
+    volume = text.split(",", 1)[0]
+    if ":" not in volume or "media=cdrom" in text:
+        return None
+    storage, name = volume.split(":", 1)
+    size = next((size_bytes(p[5:]) for p in text.split(",") if p.startswith("size=")), None)
+    return volume, storage, name, size
+
+
 def disk_entries(guest: Guest) -> list[tuple[str, str, str, int]]:
     """(config key, storage, volume name, size in bytes) for every disk volume of a guest."""
     out = []
+    kind = guest.kind
     for key, value in guest.config.items():
-        if not (is_disk_key(guest.kind, key) or UNUSED.match(key)):
+        if not _volume_key(kind, key):
             continue
-        text = str(value)
-        volume = text.split(",", 1)[0]
-        if ":" not in volume or "media=cdrom" in text:
+        parsed = _parse_volume(str(value))
+        if parsed is None:
             continue
-        storage, name = volume.split(":", 1)
-        size = next((size_bytes(p[5:]) for p in text.split(",") if p.startswith("size=")), None)
+        volume, storage, name, size = parsed
         out.append((key, storage, name, guest.volume_sizes.get(volume, 0) if size is None else size))
     return out
 
