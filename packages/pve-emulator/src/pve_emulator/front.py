@@ -24,7 +24,9 @@ from pve_emulator.wire import (
     Send,
     dumps,
     error_body,
+    extjs_answer,
     is_doc_path,
+    is_extjs,
     parse_pairs,
     read_body,
     request_headers,
@@ -99,6 +101,8 @@ class Front:
         else:
             async with self._turn(self.concurrency):
                 status, payload, headers = await self._handle(scope, receive, path, real)
+        if real and is_extjs(scope):
+            status, payload = extjs_answer(status, payload, path)
         await send_answer(send, status, payload, headers)
 
     def _turn(self, size: int) -> asyncio.Semaphore:

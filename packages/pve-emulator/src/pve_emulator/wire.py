@@ -21,6 +21,11 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 REAL_PREFIX = "/api2/json"
+#: pveproxy's ExtJS format: the same operations, every answer in ``{success, data, message, ...}``
+EXTJS_PREFIX = "/api2/extjs"
+#: deepest JSON body accepted: Proxmox parameters are flat (a value is at most a list of scalars), and
+#: the limit keeps a hostile body from reaching a recursion limit anywhere behind the parser
+MAX_JSON_DEPTH = 32
 MAX_BODY = 16 * 1024 * 1024
 JSON_TYPE = b"application/json;charset=UTF-8"
 JSON_HEADERS = [(b"content-type", JSON_TYPE), (b"cache-control", b"max-age=0")]
@@ -46,10 +51,16 @@ def split_path(scope: Scope) -> tuple[str, bool]:
     """
     raw_path = scope.get("raw_path") or scope["path"].encode()
     path = raw_path.decode("latin-1").split("?", 1)[0]
-    real = path == REAL_PREFIX or path.startswith(REAL_PREFIX + "/")
-    if real:
-        path = path[len(REAL_PREFIX) :] or "/"
-    return path, real
+    for prefix in (REAL_PREFIX, EXTJS_PREFIX):
+        if path == prefix or path.startswith(prefix + "/"):
+            return path[len(prefix) :] or "/", True
+    return path, False
+
+
+def is_extjs(scope: Scope) -> bool:
+    """Whether a request came under ``/api2/extjs`` (answered in the ExtJS envelope, see ``extjs_answer``)."""
+    path = scope.get("path", "")
+    return path == EXTJS_PREFIX or path.startswith(EXTJS_PREFIX + "/")
 
 
 def request_headers(scope: Scope) -> dict[str, str]:
@@ -101,12 +112,32 @@ async def read_body(receive: Receive, headers: dict[str, str]) -> dict[str, Any]
     if "json" in ctype:
         try:
             value = json.loads(body)
+        except RecursionError:
+            raise bad_param("body", f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
         except ValueError:
             raise bad_param("body", "invalid JSON") from None
         if not isinstance(value, dict):
             raise bad_param("body", "expected a JSON object")
+        if json_depth(value) > MAX_JSON_DEPTH:
+            raise bad_param("body", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
         return value
     return parse_pairs(body.decode("utf-8", errors="replace"))
+
+
+def json_depth(value: Any) -> int:
+    """How deeply a decoded JSON value nests (a scalar is 0), walked without recursion."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > MAX_JSON_DEPTH:
+            return deepest
+        pending.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def take_paging(op: Operation, raw: dict[str, Any]) -> tuple[int, int | None] | None:
@@ -161,6 +192,32 @@ def error_body(exc: ApiError, real: bool) -> dict[str, Any]:
             body["errors"] = {e.field: e.message for e in exc.errors}
         return body
     return {"detail": exc.message, "errors": [{"field": e.field, "message": e.message} for e in exc.errors]}
+
+
+def extjs_answer(status: int, payload: Any, path: str) -> tuple[int, dict[str, Any]]:
+    """A ``/api2/json`` answer re-shaped as pve-http-server's ExtJS formatter shapes it
+    (``PVE::APIServer::Formatter::Standard::prepare_response_data``): ``data``, ``success`` 1 or 0,
+    ``errors`` when fields failed; an error carries ``message`` and its ``status`` and goes out as
+    HTTP 200, since ExtJS reads ``success`` rather than the status. Two answers never reach the
+    formatter and keep their status: a refused credential (pveproxy's auth handler answers 401 first;
+    the login call itself, ``/access/ticket``, is an operation like any other) and a node that cannot
+    be reached (595, passed through from the proxied call)."""
+    body = json.loads(payload) if isinstance(payload, bytes) else dict(payload)
+    out: dict[str, Any] = {"data": body.get("data")}
+    success = 1
+    if body.get("errors"):
+        success = 0
+        out["errors"] = body["errors"]
+    if status >= 400:
+        success = 0
+        out["message"] = body.get("message") or ""
+        out["status"] = status
+        if not (status == 595 or (status == 401 and path != "/access/ticket")):
+            status = 200
+    out["success"] = success
+    if success and body.get("total"):
+        out["total"] = body["total"]
+    return status, out
 
 
 async def send_answer(
