@@ -49,6 +49,22 @@ LIFECYCLE_REFUSALS: list[tuple[str, str]] = [
 ]
 
 
+#: PVE::QemuServer::Agent and QMPClient: an agent that cannot be asked, or the agent's own error
+AGENT_REFUSALS: list[tuple[str, str]] = [
+    (
+        r"(GET|POST) /nodes/\{node\}/qemu/\{vmid\}/agent(/.*)?",
+        r"No QEMU guest agent configured|VM [0-9]+ is not running|QEMU guest agent is not running"
+        r"|VM [0-9]+ qga command 'guest-[a-z-]+' failed - .+|command or input-data \(or both\) required",
+    ),
+    # PVE::RRD::create_rrd_graph: a data source the RRD file does not have
+    (
+        r"GET /nodes/\{node\}(/(qemu|lxc)/\{vmid\}|/storage/\{storage\})?/rrd",
+        r"RRD error: No DS called '.*' in '.+'",
+    ),
+]
+LIFECYCLE_REFUSALS += AGENT_REFUSALS
+
+
 def is_lifecycle_refusal(operation: str, status: int, message: str | None) -> bool:
     """Whether a 5xx answer to ``operation`` ("METHOD /path/{template}") is one of Proxmox's refusals."""
     if status != 500 or message is None:

@@ -93,7 +93,7 @@ class MockBackend:
         handler = self.handlers.get(op.key, self._generic)
         with self._lock:
             refuse_offline_node(self.state, op, params)
-            return handler(Call(op=op, params=params, identity=identity, state=self.state))
+            return handler(Call(op=op, params=params, identity=identity, state=self.state, clock=self.clock))
 
 
 #: Calls under /nodes/{node} that the node answers itself: pveproxy forwards them to it, and when the node

@@ -54,6 +54,8 @@ class Guest:
     pending_delete: list[str] = field(default_factory=list)
     # sizes of volumes whose config entry no longer says (a detached disk is just ``unusedN: volid``)
     volume_sizes: dict[str, int] = field(default_factory=dict)
+    # what the QEMU guest agent sees inside the guest: files written, processes, fsfreeze (``guests.agent``)
+    agent: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -159,6 +161,7 @@ class ClusterState:
     sdn_subnets: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     generic: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     task_duration: float = TASK_DURATION_DEFAULT
+    seed: int = 0  # steers generated figures (time series, ``mock.rrd``): same seed and clock, same answers
     revision: int = 0
     _pid: int = 4000
 

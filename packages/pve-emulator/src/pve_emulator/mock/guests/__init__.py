@@ -3,7 +3,8 @@
 A package in moto's manner (``ec2/models/``): importing it registers every guest handler. The routes
 are bound here, once per kind, to the behaviour in the modules beside it: ``common`` (disks, NICs,
 lookups, usage), ``qemu`` and ``lxc`` (what only one kind has), ``config``, ``lifecycle``, ``clone``
-and ``snapshots``. Other mock modules import what they read of guests from ``common``.
+and ``snapshots``; ``agent`` (the QEMU guest agent's commands) registers its own routes. Other mock
+modules import what they read of guests from ``common``.
 """
 
 from __future__ import annotations
@@ -11,12 +12,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pve_emulator.mock.guests import clone, config, lifecycle, lxc, qemu, snapshots
+from pve_emulator.mock.guests import agent, clone, config, lifecycle, lxc, snapshots
 from pve_emulator.mock.guests.common import disk_entries, guest_nics, guest_usage, list_guests, mac_for
 from pve_emulator.mock.registry import Call, Handler, route
 from pve_emulator.mock.state import GuestKind
 
-__all__ = ["KINDS", "POWER_ACTIONS", "ROUTES", "disk_entries", "guest_nics", "guest_usage", "mac_for"]
+__all__ = [
+    "KINDS",
+    "POWER_ACTIONS",
+    "ROUTES",
+    "agent",
+    "disk_entries",
+    "guest_nics",
+    "guest_usage",
+    "mac_for",
+]
 
 KINDS: tuple[GuestKind, ...] = ("qemu", "lxc")
 #: (method, path below ``/nodes/{node}/<kind>``, behaviour called as ``f(call, kind)``), for both kinds
@@ -63,5 +73,4 @@ for _kind in KINDS:
     for _action in POWER_ACTIONS[_kind]:
         route("POST", f"{_base}/{{vmid}}/status/{_action}")(_bound(lifecycle.power, _kind, _action))
 route("POST", "/nodes/{node}/qemu/{vmid}/config")(_bound(config.update_config_task, "qemu"))
-route("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces")(_bound(qemu.agent_interfaces))
 route("GET", "/nodes/{node}/lxc/{vmid}/interfaces")(_bound(lxc.lxc_interfaces))

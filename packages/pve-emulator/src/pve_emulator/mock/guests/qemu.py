@@ -7,9 +7,7 @@ import time
 import zlib
 from typing import Any
 
-from pve_emulator.errors import ApiError
-from pve_emulator.mock.guests.common import NET, guest_nics, guest_of, is_disk_key
-from pve_emulator.mock.registry import Call
+from pve_emulator.mock.guests.common import NET, is_disk_key
 from pve_emulator.mock.state import Guest
 
 # Create-time parameters that steer the creation and are not stored in the guest config.
@@ -75,49 +73,6 @@ def agent_enabled(guest: Guest) -> bool:
     value = str(guest.config.get("agent", "0"))
     first = value.split(",")[0]
     return first in ("1", "enabled=1") or "enabled=1" in value
-
-
-def agent_interfaces(call: Call) -> dict[str, Any]:
-    guest = guest_of(call, "qemu")
-    if guest.status != "running":
-        raise ApiError(500, f"VM {guest.vmid} is not running")
-    if not agent_enabled(guest):
-        raise ApiError(500, "No QEMU guest agent configured")
-    result: list[dict[str, Any]] = [
-        {
-            "name": "lo",
-            "hardware-address": "00:00:00:00:00:00",
-            "ip-addresses": [
-                {"ip-address": "127.0.0.1", "ip-address-type": "ipv4", "prefix": 8},
-                {"ip-address": "::1", "ip-address-type": "ipv6", "prefix": 128},
-            ],
-        }
-    ]
-    for index, (_, nic) in enumerate(guest_nics(guest)):
-        iface = f"eth{index}"
-        addrs = [
-            {"ip-address": ip, "ip-address-type": "ipv6" if ":" in ip else "ipv4", "prefix": prefix}
-            for name, ip, prefix in guest.guest_ips
-            if name == iface
-        ]
-        result.append(
-            {
-                "name": iface,
-                "hardware-address": nic.get("macaddr", "").lower(),
-                "ip-addresses": addrs,
-                "statistics": {
-                    "rx-bytes": guest.vmid * 1000,
-                    "tx-bytes": guest.vmid * 700,
-                    "rx-packets": guest.vmid,
-                    "tx-packets": guest.vmid,
-                    "rx-errs": 0,
-                    "tx-errs": 0,
-                    "rx-dropped": 0,
-                    "tx-dropped": 0,
-                },
-            }
-        )
-    return {"result": result}
 
 
 def default_config(config: dict[str, Any], vmid: int) -> None:
