@@ -76,15 +76,23 @@ class BackupVerificationChoices(ChoiceSet):
 
 
 class DeletionRequestStatusChoices(ChoiceSet):
+    """Lifecycle of a deletion request (issue 40; transitions in rules.deletions)."""
+
     PENDING = "pending"
     APPROVED = "approved"
+    APPLIED = "applied"
+    FAILED = "failed"
     REJECTED = "rejected"
-    EXECUTED = "executed"
+    WITHDRAWN = "withdrawn"
+    EXPIRED = "expired"
     CHOICES = [
         (PENDING, "Pending", "yellow"),
         (APPROVED, "Approved", "blue"),
-        (REJECTED, "Rejected", "red"),
-        (EXECUTED, "Executed", "green"),
+        (APPLIED, "Applied", "green"),
+        (FAILED, "Failed", "red"),
+        (REJECTED, "Rejected", "orange"),
+        (WITHDRAWN, "Withdrawn", "gray"),
+        (EXPIRED, "Expired", "gray"),
     ]
 
 

@@ -19,6 +19,7 @@ from django.db.models import Model, Q, QuerySet
 from ipam.models import IPAddress
 from netbox.filtersets import BaseFilterSet, NetBoxModelFilterSet
 from tenancy.models import Tenant
+from utilities.filters import ContentTypeFilter
 from virtualization.models import Cluster, VirtualMachine
 
 from netbox_hvsync import models
@@ -427,13 +428,29 @@ class ReplicationFilterSet(HvsyncModelFilterSet):
 class DeletionRequestFilterSet(HvsyncModelFilterSet):
     status = django_filters.MultipleChoiceFilter(choices=DeletionRequestStatusChoices, distinct=False)
     endpoint_id = _related(models.HvEndpoint, "endpoint", "Proxmox endpoint (ID)")
+    kind = ContentTypeFilter(field_name="object_type", label="Kind of object (app_label.model)")
 
     class Meta:
         model = models.DeletionRequest
-        fields = ("id", "status", "object_type", "object_id", "requested_by", "approved_by", "endpoint")
+        fields = (
+            "id",
+            "status",
+            "object_type",
+            "object_id",
+            "object_repr",
+            "identity",
+            "run_id",
+            "job",
+            "gone_since",
+            "requested_by",
+            "decided_by",
+            "decided_at",
+            "applied_at",
+            "endpoint",
+        )
 
     def search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return _search(queryset, value, "object_repr", "reason")
+        return _search(queryset, value, "object_repr", "identity", "reason", "comment")
 
 
 class ApplyJobFilterSet(HvsyncModelFilterSet):

@@ -339,9 +339,10 @@ class DeletionRequestTable(NetBoxTable):
     endpoint = tables.Column(linkify=True)
     status = columns.ChoiceFieldColumn()
     requested_by = tables.Column()
-    approved_by = tables.Column()
+    decided_by = tables.Column()
     decided_at = columns.DateTimeColumn()
-    executed_at = columns.DateTimeColumn()
+    gone_since = columns.DateTimeColumn()
+    applied_at = columns.DateTimeColumn()
     tags = columns.TagColumn(url_name="plugins:netbox_hvsync:deletionrequest_list")
 
     class Meta(NetBoxTable.Meta):
@@ -353,17 +354,31 @@ class DeletionRequestTable(NetBoxTable):
             "object_type",
             "object_id",
             "endpoint",
+            "identity",
+            "run_id",
             "reason",
+            "gone_since",
             "status",
             "requested_by",
-            "approved_by",
+            "decided_by",
             "decided_at",
-            "executed_at",
+            "comment",
+            "applied_at",
+            "error",
             "tags",
             "created",
             "last_updated",
         )
-        default_columns = ("object_repr", "object_type", "status", "requested_by", "approved_by", "created")
+        default_columns = (
+            "object_repr",
+            "object_type",
+            "endpoint",
+            "status",
+            "gone_since",
+            "requested_by",
+            "decided_by",
+            "created",
+        )
 
 
 class ApplyJobTable(NetBoxTable):

@@ -30,7 +30,7 @@ def records(hv, superuser):
         object_repr="db-1",
         status="approved",
         requested_by=superuser,
-        approved_by=approver,
+        decided_by=approver,
     )
     job_a = ApplyJob.objects.create(
         endpoint=hv["endpoint"], status="completed", plan={"create": [1]}, result={"created": [1]}
@@ -47,7 +47,7 @@ def test_deletion_requests_read_and_filter(api, records, superuser):
     row = api.get(f"{API}deletion-requests/{records['approved'].pk}/").json()
     assert row["status"] == {"value": "approved", "label": "Approved"}
     assert row["requested_by"]["username"] == superuser.username
-    assert row["approved_by"]["username"] == "second-pair-of-eyes"
+    assert row["decided_by"]["username"] == "second-pair-of-eyes"
     assert row["object_type"] == "virtualization.virtualmachine" and row["decided_at"] is None
 
 
@@ -56,8 +56,8 @@ def test_four_eyes_rule(records, superuser):
 
     request = records["pending"]
     request.status = "approved"
-    request.approved_by = superuser  # the requester
-    with pytest.raises(ValidationError, match="different person"):
+    request.decided_by = superuser  # the requester
+    with pytest.raises(ValidationError, match="four eyes"):
         request.full_clean()
 
 

@@ -222,7 +222,7 @@ def test_filing_a_deletion_request_records_the_requester(ui, superuser, netbox_o
     )
     assert response.status_code == 302, response.content.decode()[-2000:]
     request = DeletionRequest.objects.get(object_repr="db-1")
-    assert request.requested_by == superuser and request.status == "pending" and request.approved_by is None
+    assert request.requested_by == superuser and request.status == "pending" and request.decided_by is None
 
 
 def test_global_search_finds_plugin_records(ui, hv):
@@ -265,7 +265,7 @@ def test_deletion_request_four_eyes_approve_and_reject(ui, superuser, netbox_obj
     assert 'id="deletion-approve"' in page and 'id="deletion-reject"' in page
     text = ui.post(f"/plugins/hvsync/deletion-requests/{own.pk}/approve/", follow=True).content.decode()
     own.refresh_from_db()
-    assert own.status == "pending" and own.approved_by is None
+    assert own.status == "pending" and own.decided_by is None
     assert "four eyes: the requester cannot approve their own request" in text
 
     reviewer = User.objects.create_user(username="reviewer", is_superuser=True)
@@ -273,7 +273,7 @@ def test_deletion_request_four_eyes_approve_and_reject(ui, superuser, netbox_obj
     second.force_login(reviewer)
     assert second.post(f"/plugins/hvsync/deletion-requests/{own.pk}/approve/").status_code == 302
     own.refresh_from_db()
-    assert own.status == "approved" and own.approved_by == reviewer and own.decided_at is not None
+    assert own.status == "approved" and own.decided_by == reviewer and own.decided_at is not None
     assert 'id="deletion-approve"' not in second.get(own.get_absolute_url()).content.decode()
     again = second.post(f"/plugins/hvsync/deletion-requests/{own.pk}/reject/", follow=True).content.decode()
     own.refresh_from_db()
@@ -282,7 +282,7 @@ def test_deletion_request_four_eyes_approve_and_reject(ui, superuser, netbox_obj
     withdrawn = deletion_request(vm, "db-2", superuser)
     ui.post(f"/plugins/hvsync/deletion-requests/{withdrawn.pk}/reject/")
     withdrawn.refresh_from_db()
-    assert withdrawn.status == "rejected" and withdrawn.approved_by is None
+    assert withdrawn.status == "rejected" and withdrawn.decided_by is None
 
 
 def test_deciding_needs_change_permission(netbox_objects, superuser):
@@ -310,7 +310,7 @@ def test_a_decided_deletion_request_cannot_be_edited(ui, superuser, netbox_objec
     from users.models import User
 
     request.refresh_from_db()
-    request.status, request.approved_by = "approved", User.objects.create_user(username="reviewer")
+    request.status, request.decided_by = "approved", User.objects.create_user(username="reviewer")
     request.save()
     refused = ui.post(
         f"/plugins/hvsync/deletion-requests/{request.pk}/edit/", {**form, "object_id": other.pk}

@@ -18,6 +18,8 @@ def test_the_settings_and_their_defaults() -> None:
         "queue": SYNC_QUEUE,
         "change_sets": True,
         "job_timeout": None,
+        "deletion_request_max_age_days": 30,
+        "allow_self_approval": False,
     }
     assert [s.name for s in SETTINGS] == list(defaults())
 
@@ -43,7 +45,8 @@ def test_an_unknown_key_is_named_with_the_closest_known_one() -> None:
     [message] = problems({"stream_read_timout": 60})
     assert message == (
         f"{P} has an unknown setting 'stream_read_timout' (did you mean \"stream_read_timeout\"?); "
-        "known settings: change_sets, encryption_key, job_timeout, queue, stream_read_timeout"
+        "known settings: allow_self_approval, change_sets, deletion_request_max_age_days, encryption_key, "
+        "job_timeout, queue, stream_read_timeout"
     )
     [message] = problems({"RQ_DEFAULT_TIMEOUT": 7200})
     assert "unknown setting 'RQ_DEFAULT_TIMEOUT'; known settings:" in message
@@ -63,6 +66,15 @@ def test_an_unknown_key_is_named_with_the_closest_known_one() -> None:
         ({"job_timeout": False}, f'{P}["job_timeout"] must be an integer or None, got true or false'),
         ({"job_timeout": 60}, f'{P}["job_timeout"] must be at least 300, got 60'),
         ({"encryption_key": 42}, f'{P}["encryption_key"] must be a string, got an integer'),
+        (
+            {"deletion_request_max_age_days": -1},
+            f'{P}["deletion_request_max_age_days"] must be at least 0, got -1',
+        ),
+        (
+            {"deletion_request_max_age_days": "30"},
+            f'{P}["deletion_request_max_age_days"] must be an integer, got a string',
+        ),
+        ({"allow_self_approval": "yes"}, f'{P}["allow_self_approval"] must be true or false, got a string'),
     ],
 )
 def test_a_wrong_type_or_range_names_the_key(config: dict[str, object], message: str) -> None:

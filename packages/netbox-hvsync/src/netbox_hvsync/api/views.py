@@ -119,7 +119,7 @@ class DeletionRequestViewSet(ReadOnlyFirst, NetBoxReadOnlyModelViewSet):
     """Read-only: requests are made and decided in the UI (four eyes); writes answer 405."""
 
     queryset = models.DeletionRequest.objects.select_related(
-        "endpoint", "object_type", "requested_by", "approved_by"
+        "endpoint", "object_type", "requested_by", "decided_by", "job"
     )
     serializer_class = serializers.DeletionRequestSerializer
     filterset_class = filtersets.DeletionRequestFilterSet

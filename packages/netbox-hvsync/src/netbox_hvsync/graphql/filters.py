@@ -220,7 +220,9 @@ class DeletionRequestFilter(EndpointFilterMixin, NetBoxModelFilter):
     object_repr: Str | None = strawberry_django.filter_field()
     status: Str | None = strawberry_django.filter_field()
     requested_by_id: ID | None = strawberry_django.filter_field()
-    approved_by_id: ID | None = strawberry_django.filter_field()
+    decided_by_id: ID | None = strawberry_django.filter_field()
+    identity: Str | None = strawberry_django.filter_field()
+    run_id: Str | None = strawberry_django.filter_field()
 
 
 @strawberry_django.filter_type(models.ApplyJob, lookups=True)

@@ -305,12 +305,18 @@ class ReplicationType(NetBoxObjectType):
         "endpoint",
         "object_type",
         "object_repr",
+        "identity",
+        "run_id",
         "reason",
+        "gone_since",
         "status",
         "requested_by",
-        "approved_by",
+        "decided_by",
         "decided_at",
-        "executed_at",
+        "comment",
+        "applied_at",
+        "deleted_data",
+        "error",
     ],
     filters=DeletionRequestFilter,
     pagination=True,
@@ -320,7 +326,7 @@ class DeletionRequestType(NetBoxObjectType):
     object_type: Annotated["ContentTypeType", NETBOX]  # noqa: F821
     object_id: BigInt
     requested_by: Annotated["UserType", USERS] | None  # noqa: F821
-    approved_by: Annotated["UserType", USERS] | None  # noqa: F821
+    decided_by: Annotated["UserType", USERS] | None  # noqa: F821
 
 
 @strawberry_django.type(

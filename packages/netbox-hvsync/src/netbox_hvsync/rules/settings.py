@@ -85,6 +85,10 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     Setting("queue", (str,), "netbox_hvsync.sync"),
     Setting("change_sets", (bool,), True),
     Setting("job_timeout", (int,), None, minimum=MIN_CONFIGURED_JOB_TIMEOUT, nullable=True),
+    # Deletion requests (docs/plugin-operations.md "Deletion requests"): a pending request older than this
+    # many days expires (0: never); a superuser may approve their own request only when this says so.
+    Setting("deletion_request_max_age_days", (int,), 30, minimum=0),
+    Setting("allow_self_approval", (bool,), False),
 )
 
 

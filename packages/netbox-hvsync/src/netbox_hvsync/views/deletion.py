@@ -16,7 +16,7 @@ from django.views.generic import View
 from utilities.views import ConditionalLoginRequiredMixin
 
 from netbox_hvsync.models import DeletionRequest
-from netbox_hvsync.rules.deletion import APPROVED, decide
+from netbox_hvsync.rules.deletions import APPROVED, Decider, decision_refusal
 
 DECIDE_PERMISSION = "netbox_hvsync.change_deletionrequest"
 
@@ -30,16 +30,17 @@ class DeletionRequestDecideView(ConditionalLoginRequiredMixin, View):
         allowed = DeletionRequest.objects.restrict(request.user, "change")
         with transaction.atomic():
             row = get_object_or_404(allowed.select_for_update(), pk=pk)
-            result = decide(row.status, row.requested_by_id, request.user.pk, self.decision)
-            if not result.ok:
-                messages.error(request, f"Not {self.decision}: {result.error}")
+            decider = Decider(request.user.pk, True, request.user.is_superuser)
+            refusal = decision_refusal(row.status, row.requested_by_id, decider, self.decision)
+            if refusal:
+                messages.error(request, f"Not {self.decision}: {refusal.message}")
                 return redirect(row.get_absolute_url())
             row.snapshot()
-            row.status = result.status
+            row.status = self.decision
             row.decided_at = timezone.now()
-            if result.status == APPROVED:
-                row.approved_by = request.user
+            if self.decision == APPROVED:
+                row.decided_by = request.user
             row.full_clean()
             row.save()
-        messages.success(request, f"Deletion request {row.pk} {result.status} by {request.user}")
+        messages.success(request, f"Deletion request {row.pk} {self.decision} by {request.user}")
         return redirect(row.get_absolute_url())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from core.api.serializers import JobSerializer
 from netbox.api.fields import ChoiceField, ContentTypeField
 from users.api.serializers import UserSerializer
 
@@ -17,7 +18,8 @@ class DeletionRequestSerializer(HvsyncModelSerializer):
     object_type = ContentTypeField(read_only=True)
     status = ChoiceField(choices=DeletionRequestStatusChoices, read_only=True)
     requested_by = UserSerializer(nested=True, read_only=True)
-    approved_by = UserSerializer(nested=True, read_only=True)
+    decided_by = UserSerializer(nested=True, read_only=True)
+    job = JobSerializer(nested=True, read_only=True)
 
     class Meta:
         model = models.DeletionRequest
@@ -30,12 +32,19 @@ class DeletionRequestSerializer(HvsyncModelSerializer):
             "object_type",
             "object_id",
             "object_repr",
+            "identity",
+            "run_id",
+            "job",
             "reason",
+            "gone_since",
             "status",
             "requested_by",
-            "approved_by",
+            "decided_by",
             "decided_at",
-            "executed_at",
+            "comment",
+            "applied_at",
+            "deleted_data",
+            "error",
             *NETBOX_FEATURE_FIELDS,
         )
         brief_fields = ("id", "url", "display", "status")
