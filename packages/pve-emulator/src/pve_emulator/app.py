@@ -17,6 +17,7 @@ from urllib.parse import unquote
 from pve_emulator.auth import TicketSigner, parse_token_header
 from pve_emulator.clock import Clock
 from pve_emulator.errors import Forbidden, Unauthorized
+from pve_emulator.fault_gate import FaultGate
 from pve_emulator.front import Answer, Front, Request
 from pve_emulator.identity import Identity
 from pve_emulator.paging import Counted
@@ -56,6 +57,14 @@ class EmulatorApp(Front):
         self.signer = signer or TicketSigner(clock=backend.clock)
         self._cache: dict[tuple[Any, ...], bytes] = {}
         self._cache_stamp: tuple[int, int] = (-1, -1)
+        #: faults on demand (``pve_emulator.fault_gate``); None: a well-behaved cluster, nothing checked
+        self.fault_gate: FaultGate | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        gate = self.fault_gate
+        if gate is not None and scope["type"] == "http" and await gate.intercept(scope, receive, send):
+            return
+        await super().__call__(scope, receive, send)
 
     @property
     def clock(self) -> Clock:
@@ -87,7 +96,12 @@ class EmulatorApp(Front):
         who = identity or Identity(userid="nobody@pve")
         if identity is not None and not self.backend.allowed(identity, op, params):
             raise Forbidden(f"Permission check failed ({op.path})")
+        faults = self.fault_gate.faults if self.fault_gate is not None else None
+        if faults is not None:
+            faults.refuse(op.key, params)
         result = self.backend.handle(op, params, who)
+        if faults is not None:
+            result = faults.shape(op.key, params, result)
         total = result.total if isinstance(result, Counted) else None
         if page is not None and isinstance(result, list):
             start, limit = page

@@ -22,13 +22,14 @@ _TICKET = re.compile(r"^PVE:(\S+):([A-Z0-9]{8})$")
 _CSRF = re.compile(r"^([A-Z0-9]{8}):(\S+)$")
 
 
-def fresh(stamp: str, now: float) -> bool:
-    """Whether a hex time stamp is within PVE's window: -300 s < age < 7200 s (both bounds exclusive)."""
+def fresh(stamp: str, now: float, lifetime: float = TICKET_LIFETIME) -> bool:
+    """Whether a hex time stamp is within PVE's window: -300 s < age < 7200 s (both bounds exclusive);
+    ``lifetime`` shortens it (the ``ticket_lifetime`` fault: tickets that expire mid-run)."""
     try:
         age = now - int(stamp, 16)
     except ValueError:
         return False
-    return -AUTH_GRACE < age < TICKET_LIFETIME
+    return -AUTH_GRACE < age < lifetime
 
 
 class TicketSigner:
@@ -37,6 +38,8 @@ class TicketSigner:
     def __init__(self, secret: bytes | None = None, clock: Clock | None = None) -> None:
         self._secret = secret or secrets.token_bytes(32)
         self.clock = clock or Clock()
+        #: seconds a ticket and CSRF token stay good (PVE's two hours unless a fault shortens it)
+        self.lifetime: float = TICKET_LIFETIME
 
     def _now(self, now: float | None) -> float:
         return self.clock.now() if now is None else now
@@ -55,7 +58,7 @@ class TicketSigner:
         if not sep or not hmac.compare_digest(self._sign(plain), signature):
             return None
         match = _TICKET.match(plain)
-        if match is None or not fresh(match.group(2), self._now(now)):
+        if match is None or not fresh(match.group(2), self._now(now), self.lifetime):
             return None
         return match.group(1)
 
@@ -70,7 +73,7 @@ class TicketSigner:
             return False
         stamp, signature = match.groups()
         genuine = hmac.compare_digest(self._sign("CSRF:" + stamp + ":" + userid), signature)
-        return genuine and fresh(stamp, self._now(now))
+        return genuine and fresh(stamp, self._now(now), self.lifetime)
 
 
 def parse_token_header(value: str) -> tuple[str, str, str] | None:

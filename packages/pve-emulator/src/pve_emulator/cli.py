@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from pve_emulator import config as defaults
 from pve_emulator.config import EmulatorConfig
+from pve_emulator.errors import ApiError
 from pve_emulator.schema import RELEASE_FILES
 
 
@@ -53,6 +55,22 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="API requests handled at a time, the others wait their turn (default: no limit)",
     )
+    s.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="start with a fault (repeatable): node-offline=pve2, connect-delay=0.5, no-quorum, "
+        "ticket-lifetime=30, latency=/nodes/*/qemu/*/config:2.0[~0.5], drop-rate=0.05, locked=101:backup, "
+        "task-error=vzdump:MESSAGE, storage-unavailable=nfs, time-scale=0.1, seed=7 (docs/emulator.md)",
+    )
+    s.add_argument(
+        "--control-secret",
+        default=os.environ.get("PVE_EMULATOR_CONTROL_SECRET"),
+        metavar="SECRET",
+        help="serve the fault control API /_emulator/faults to callers with this secret "
+        "(default: $PVE_EMULATOR_CONTROL_SECRET; unset: no control API)",
+    )
     from pve_emulator.proxy.cli import add_real_mode_arguments
 
     add_real_mode_arguments(s)
@@ -97,7 +115,19 @@ def main(argv: list[str] | None = None) -> int:
         response_cache=not args.no_response_cache,
         response_delay=args.response_delay,
         concurrency=args.concurrency,
+        control_secret=args.control_secret or None,
     )
+    try:
+        from pve_emulator.mock.faults import merge_cli_faults
+
+        cfg.faults = merge_cli_faults(args.fault)
+        from pve_emulator.server import create_app
+
+        app = create_app(cfg)  # a fault naming no such node, guest or storage stops here (exit 2)
+    except ValueError as exc:
+        p.error(f"--fault: {exc}")
+    except ApiError as exc:
+        p.error(f"--fault: {'; '.join(f'{e.field}: {e.message}' for e in exc.errors) or exc.message}")
     scheme = "https" if cfg.tls else "http"
     print(
         f"pve-emulator: {cfg.scenario} scenario on {scheme}://{cfg.host}:{cfg.port}/api2/json "
@@ -106,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     from pve_emulator.server import serve
 
-    serve(cfg)
+    serve(cfg, app)
     return 0
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 DEFAULT_USER = "root@pam"
 DEFAULT_PASSWORD = "pve-emulator"
@@ -32,3 +33,9 @@ class EmulatorConfig:
     response_delay: float = 0.0
     #: API requests handled at a time, the others waiting their turn (None: no limit)
     concurrency: int | None = None
+    #: faults on demand from the start (``pve_emulator.mock.faults``: the keys of ``FAULT_KEYS``)
+    faults: dict[str, Any] = field(default_factory=dict)
+    #: secret of the control API ``/_emulator/faults`` (None: no control API, the path is a 404)
+    control_secret: str | None = None
+    #: a certificate authority file clients verify ``cert`` with (tests' per-emulator CA), if any
+    ca_file: Path | None = None

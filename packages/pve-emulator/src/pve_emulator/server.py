@@ -7,7 +7,9 @@ from typing import Any
 
 from pve_emulator.app import EmulatorApp
 from pve_emulator.config import EmulatorConfig
+from pve_emulator.fault_gate import FaultGate
 from pve_emulator.mock.backend import MockBackend
+from pve_emulator.mock.faults import Faults
 from pve_emulator.schema import load_schema
 
 
@@ -29,7 +31,19 @@ def create_app(config: EmulatorConfig) -> EmulatorApp:
     app = EmulatorApp(schema, backend, response_cache=config.response_cache)
     app.response_delay = config.response_delay
     app.concurrency = config.concurrency
+    if config.faults or config.control_secret is not None:
+        install_faults(app, config.faults, config.control_secret)
     return app
+
+
+def install_faults(app: EmulatorApp, faults: dict[str, Any], secret: str | None) -> FaultGate:
+    """Give the app its fault gate (a seed first, so every later draw is repeatable)."""
+    gate = FaultGate(Faults(app.backend.state), app.signer, secret)
+    if "seed" in faults:
+        gate.update({"seed": faults["seed"]})
+    gate.update(faults)
+    app.fault_gate = gate
+    return gate
 
 
 def uvicorn_config(app: EmulatorApp, config: EmulatorConfig, sock: socket.socket | None = None) -> Any:
@@ -58,8 +72,8 @@ def uvicorn_config(app: EmulatorApp, config: EmulatorConfig, sock: socket.socket
     )
 
 
-def serve(config: EmulatorConfig) -> None:
+def serve(config: EmulatorConfig, app: EmulatorApp | None = None) -> None:
     import uvicorn
 
-    app = create_app(config)
+    app = app or create_app(config)
     uvicorn.Server(uvicorn_config(app, config)).run()
