@@ -7,6 +7,7 @@ symlinks to it, so both products ship the same data and the same code. It uses t
 - `STAGES` / `STAGE_ROUTES` / `FULL_UPDATE_ROUTE`: the 13 staged-pipeline stages and their stream routes;
 - `API_KEY_HEADER`: the header that carries the backend's service API key;
 - `SUMMARY_COUNTS`: the counts of a stage's `complete` summary, in the order operators read them;
+- `GONE_COUNTS`: the summary's counts of objects marked gone from Proxmox, returned, and deletion requests;
 - `SELECTED_KINDS`: the selected-object (`/sync/individual/<kind>`) kinds, their routes and query names;
 - `PLUGIN_API` / `PLUGIN_RECORDS`: the plugin's REST root and, for each record kind the backend writes
   there, its route and fields (the plugin's serializer, forms and pages list them; the backend reads them);
@@ -29,6 +30,7 @@ __all__ = [
     "API_KEY_HEADER",
     "DATA",
     "FULL_UPDATE_ROUTE",
+    "GONE_COUNTS",
     "PLUGIN_API",
     "PLUGIN_RECORDS",
     "SELECTED_KINDS",
@@ -98,6 +100,7 @@ STAGE_ROUTES: Mapping[str, str] = MappingProxyType({stage.slug: stage.route for 
 FULL_UPDATE_ROUTE: str = str(DATA["full_update_route"])
 API_KEY_HEADER: str = str(DATA["api_key_header"])
 SUMMARY_COUNTS: tuple[str, ...] = tuple(DATA["summary_counts"])
+GONE_COUNTS: tuple[str, ...] = tuple(DATA.get("gone_counts", ()))
 SELECTED_KINDS: Mapping[str, SelectedKind] = MappingProxyType(
     {
         item["kind"]: SelectedKind(item["kind"], item["route"], tuple(item["query"]), item["object_type"])

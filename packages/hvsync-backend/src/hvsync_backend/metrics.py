@@ -15,10 +15,11 @@ from typing import Any, Protocol
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
-from hvsync_backend.wire import SUMMARY_COUNTS
+from hvsync_backend.wire import GONE_COUNTS, SUMMARY_COUNTS
 
-#: What a sync writes to NetBox per object, as the stages' `complete` summary counts it.
-VERBS = SUMMARY_COUNTS
+#: What a sync writes to NetBox per object, as the stages' `complete` summary counts it, and the objects
+#: it marked gone from Proxmox or saw come back (deletion requests are the plugin's to count).
+VERBS = (*SUMMARY_COUNTS, *(c for c in GONE_COUNTS if c != "deletion_requests"))
 #: Methods kept as they are in the `method` label; anything else is "OTHER" (bounded cardinality).
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 #: Stages take seconds to minutes on real clusters; requests milliseconds to the clients' timeouts.

@@ -14,11 +14,12 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 from hvsync_backend.inventory.batching import SUMMED_INTO_PARENT
 from hvsync_backend.inventory.errors import NetBoxError
-from hvsync_backend.sync import sidecars
+from hvsync_backend.sync import gone, sidecars
 from hvsync_backend.sync.plan import Current, Desired, Plan, make_plan
 from hvsync_backend.sync.run import KEY_FIELD, MANAGED_TAG, MAX_ERRORS, Counts, SyncContext
 from hvsync_backend.wire.keys import SEPARATOR, format_key
@@ -66,6 +67,13 @@ class Kind(ABC):
     #: True for kinds derived from guests' configs but shared between guests (VLANs, IP addresses):
     #: while a run leaves guests of an endpoint out, it cannot tell which of these vanished.
     from_guests: bool = False
+    #: True for plugin records without a sidecar (storage, backups, snapshots, jobs): the gone mark
+    #: (`gone_since`, sync/gone.py) is written on the record itself; kinds with a sidecar mark that.
+    gone_on_record: bool = False
+    #: fields written with the gone mark on the record (jobs: `status: stale`)
+    gone_fields: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+    #: True for guest objects kept on node-local storage (backups): a node not answering hides them
+    storage_bound: bool = False
 
     @abstractmethod
     async def desired(self, ctx: SyncContext) -> dict[str, Desired]:
@@ -181,7 +189,11 @@ async def run_kind(kind: Kind, ctx: SyncContext, counts: Counts) -> Plan:
     desired, current = await asyncio.gather(kind.desired(ctx), kind.current(ctx))
     if kind.key_field and kind.owns_objects:
         desired = {key: with_key_mirror(want) for key, want in desired.items()}
-    plan = make_plan(desired, current, delete_missing=ctx.options.delete_stale and kind.owns_objects)
+    # A kind with a gone mark never deletes: what vanished is marked (sync/gone.py), and `delete_stale`
+    # asks the plugin for deletion requests instead (applied at once only where auto-approve is set).
+    deletes = ctx.options.delete_stale and kind.owns_objects and not gone.markable(kind)
+    plan = make_plan(desired, current, delete_missing=deletes)
+    vanished = list(plan.orphaned)
     # Never delete what belongs to an endpoint that could not be read in this run.
     kept = [c for c in plan.delete if ctx.source_of(c.key) in ctx.failed_endpoints]
     plan.delete = [c for c in plan.delete if ctx.source_of(c.key) not in ctx.failed_endpoints]
@@ -189,7 +201,7 @@ async def run_kind(kind: Kind, ctx: SyncContext, counts: Counts) -> Plan:
     # Never delete what belongs to a guest the run leaves alone: out of scope is not vanished (SPEC 4.3).
     plan.delete = [c for c in plan.delete if not left_alone(ctx, kind, c)]
     if ctx.options.partial:
-        plan.delete, plan.orphaned = [], []
+        plan.delete, plan.orphaned, vanished = [], [], []
     if not kind.owns_objects:
         plan.create, plan.orphaned = [], []
     ids = ctx.ids.setdefault(kind.name, {})
@@ -204,11 +216,13 @@ async def run_kind(kind: Kind, ctx: SyncContext, counts: Counts) -> Plan:
     if ctx.options.dry_run:
         part.created, part.updated, part.deleted = len(plan.create), len(plan.update), len(plan.delete)
         ctx.plans.extend({"kind": kind.name, **row} for row in plan.describe())
+        await gone.settle(kind, ctx, vanished, desired, current, part)
         counts.add(part)
         return plan
     await write_plan(kind, ctx, plan, part, ids)
     if kind.owns_objects:
         await sidecars.write(ctx, kind, desired, ids, part)
+    await gone.settle(kind, ctx, vanished, desired, current, part)
     ctx.tally(kind.name, counts, part)
     await ctx.step("write", f"{kind.name}: written", counts=part.as_dict())
     return plan
@@ -282,8 +296,10 @@ def stage_summary(
 ) -> dict[str, Any]:
     """The `complete` payload (contracts/sse-frames.schema.json)."""
     errors = ctx.problems[:MAX_ERRORS]
-    ok = fatal is None and counts.failed == 0 and not ctx.failed_endpoints
+    ok = fatal is None and counts.failed == 0 and not ctx.failed_endpoints and not ctx.guard_problems
     primary = fatal or next((p for p in ctx.problems if p.get("source") == "proxmox"), None)
+    # the mass-vanish guard says why nothing was marked: a person must look (failure_kind mass_vanish)
+    primary = primary or next(iter(ctx.guard_problems), None)
     # a failed NetBox write says more than a notice (e.g. an endpoint without a plugin record)
     primary = primary or next((p for p in ctx.problems if p.get("source") == "netbox"), None)
     if primary is None and ctx.problems:

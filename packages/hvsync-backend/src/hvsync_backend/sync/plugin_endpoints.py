@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from hvsync_backend.sync.run import SyncContext
+from hvsync_backend.sync.run import GonePolicy, SyncContext
 from hvsync_backend.wire import PLUGIN_API
 
 _INV = re.compile(r"\(inv:(\d+)\)\s*$")
@@ -27,8 +27,9 @@ async def plugin_endpoints(ctx: SyncContext) -> dict[int, int]:
     return await asyncio.shield(task)
 
 
-#: the plugin endpoint read's fields (its prefetch must ask the same to be answered from the cache)
-_FIELDS = ("id", "name", "backend_id")
+#: the plugin endpoint read's fields (its prefetch must ask the same to be answered from the cache);
+#: the gone settings ride along (a plugin without them answers without them: the defaults apply)
+_FIELDS = ("id", "name", "backend_id", "gone_policy", "gone_guard_share", "auto_approve_deletions")
 
 
 def prefetch_plugin_endpoints(ctx: SyncContext) -> None:
@@ -62,5 +63,6 @@ async def _resolve_endpoints(ctx: SyncContext) -> dict[int, int]:
             )
         else:
             found[source.backend_id] = pk
+            ctx.lookups.gone_policies[source.identity] = GonePolicy.from_row(by_pk[pk])
     ctx.lookups.plugin_endpoints = found
     return found

@@ -26,6 +26,7 @@ __all__ = [
     "MANAGED_TAG",
     "Counts",
     "Emit",
+    "GonePolicy",
     "IPAddressState",
     "NetBoxLookups",
     "Prefetcher",
@@ -39,6 +40,10 @@ __all__ = [
 MANAGED_TAG = "hvsync"
 MAX_OBJECT_FRAMES = 200
 MAX_ERRORS = 50
+#: the mass-vanish guard's defaults (sync/gone.py): more than this share of an endpoint's objects of one
+#: kind, and at least so many objects
+GUARD_SHARE = 0.30
+GUARD_MIN_OBJECTS = 10
 
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 
@@ -60,6 +65,11 @@ class Counts:
     deleted: int = 0
     failed: int = 0
     skipped: int = 0
+    #: managed objects this run marked gone from Proxmox, and gone ones it saw again (sync/gone.py)
+    gone: int = 0
+    returned: int = 0
+    #: of the marked ones, those whose endpoint policy (or `delete_stale`) asks the plugin for a deletion request
+    deletion_requests: int = 0
 
     def add(self, other: Counts) -> None:
         for name in self.__dataclass_fields__:
@@ -67,6 +77,31 @@ class Counts:
 
     def as_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class GonePolicy:
+    """An endpoint's gone settings, as the plugin's hv endpoint record holds them (defaults without one)."""
+
+    guard_share: float = GUARD_SHARE
+    policy: str = "keep"
+    auto_approve: bool = False
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> GonePolicy:
+        share = row.get("gone_guard_share")
+        try:
+            value = float(share) if share is not None else GUARD_SHARE
+        except (TypeError, ValueError):
+            value = GUARD_SHARE
+        policy = row.get("gone_policy")
+        if isinstance(policy, Mapping):
+            policy = policy.get("value")
+        return cls(
+            guard_share=min(max(value, 0.0), 1.0),
+            policy=str(policy or "keep"),
+            auto_approve=bool(row.get("auto_approve_deletions")),
+        )
 
 
 class Prefetcher(Protocol):
@@ -127,6 +162,8 @@ class NetBoxLookups:
     plugin_endpoints_task: asyncio.Task[dict[int, int]] | None = None
     #: the missing plugin was reported once
     no_plugin_reported: bool = False
+    #: source identity -> its gone settings (from the plugin's hv endpoint records)
+    gone_policies: dict[str, GonePolicy] = field(default_factory=dict)
     #: kind name -> its sidecars by identity key, as read this run
     sidecars: dict[str, dict[str, SidecarState]] = field(default_factory=dict)
     #: kind name -> managed objects already in NetBox (focused runs keep links to nodes they do not write)
@@ -163,6 +200,10 @@ class SyncContext:
     #: the ip-addresses stage's working set, shared by its kinds
     ip: IPAddressState = field(default_factory=IPAddressState)
     failed_endpoints: set[str] = field(default_factory=set)
+    #: source identities the mass-vanish guard stopped this run: nothing of theirs is marked gone
+    gone_guarded: set[str] = field(default_factory=set)
+    #: the guard's problems (stamped `failure_kind: mass_vanish`), each failing the stage that raised it
+    guard_problems: list[dict[str, Any]] = field(default_factory=list)
     problems: list[dict[str, Any]] = field(default_factory=list)
     object_frames: int = 0
     plans: list[dict[str, Any]] = field(default_factory=list)
@@ -233,6 +274,9 @@ class SyncContext:
 
         results = await asyncio.gather(*(one(s) for s in self.sources))
         return {bid: value for bid, value in results if value is not None}
+
+    def gone_policy(self, identity: str) -> GonePolicy:
+        return self.lookups.gone_policies.get(identity) or GonePolicy()
 
     def source_of(self, key: str) -> str:
         return endpoint_of(key)

@@ -17,6 +17,7 @@ from hvsync_backend.inventory.list_cache import ListCache
 from hvsync_backend.metrics import Metrics
 from hvsync_backend.sse.frames import failed_complete
 from hvsync_backend.sync.framework import Kind, Stage, linked_outside, stage_summary
+from hvsync_backend.sync.gone import record_complete_reads
 from hvsync_backend.sync.options import SyncOptions
 from hvsync_backend.sync.plugin_endpoints import prefetch_plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader, ProxmoxReadError
@@ -122,14 +123,17 @@ async def execute(
         for stage in stages if fatal is None else ():
             stage_started = time.monotonic()
             before = len(ctx.problems)
+            guarded = len(ctx.guard_problems)
             counts, stage_problem = await run_stage(stage, ctx)
             total.add(counts)
+            # the mass-vanish guard fails the stage it stopped and says why (failure_kind mass_vanish)
+            guard = ctx.guard_problems[guarded] if len(ctx.guard_problems) > guarded else None
             row = {
                 "stage": stage.slug,
                 "ok": stage_problem is None and counts.failed == 0 and len(ctx.problems) == before,
                 "summary": counts.as_dict(),
                 "duration_ms": round((time.monotonic() - stage_started) * 1000, 1),
-                "error": stage_problem,
+                "error": stage_problem or guard,
             }
             stage_rows.append(row)
             if stage_problem is not None:
@@ -141,6 +145,8 @@ async def execute(
                     403,
                 ):
                     break  # NetBox unreachable or refusing us: later stages cannot do better
+        if len(stages) > 1 and fatal is None:
+            await record_complete_reads(ctx)
         data = stage_summary(name, total, started, ctx, fatal)
         if len(stages) > 1:
             data["stages"] = stage_rows

@@ -5,8 +5,9 @@ A sidecar links one core object to its Proxmox identity (plugin hv endpoint + vm
 The engine reads them before the core objects and trusts them over the `hvsync_key` custom field, which
 stays as a readable mirror (and the key of objects older releases wrote without a sidecar, which are
 adopted: they get their sidecar on the next run). Sidecars are written only when one of their fields
-changes, so a no-change resync still writes nothing: `last_seen` and `last_run_id` are the time and run
-of the last sync that created or changed the sidecar, not of every run that saw the object.
+changes, so a no-change resync still writes nothing: the stored `last_seen` and `last_run_id` are the
+time and run of the last sync that created or changed the sidecar; the plugin answers `last_seen` as the
+endpoint's last complete read while the object is present (docs/sync.md, "Seen, and gone").
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from hvsync_backend.sync.plugin_endpoints import PLUGIN_API, plugin_endpoints
 from hvsync_backend.sync.run import Counts, SidecarState, SyncContext
 from hvsync_backend.wire.keys import format_key
 
-#: rows are read per endpoint (`endpoint_id=`), so the nested endpoint is never serialised (~30% of a read)
-COMMON_READ = ("id",)
+#: rows are read per endpoint (`endpoint_id=`), so the nested endpoint is never serialised (~30% of a read);
+#: `gone_since` says whether the object is marked gone from Proxmox (sync/gone.py)
+COMMON_READ = ("id", "gone_since")
 
 KeyOf = Callable[[str, Mapping[str, Any]], str | None]
 

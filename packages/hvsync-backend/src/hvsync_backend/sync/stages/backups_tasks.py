@@ -36,6 +36,8 @@ TASK_LIMIT = 500
 
 class BackupKind(NaturalKind):
     name = "backup"
+    gone_on_record = True
+    storage_bound = True
     path = PLUGIN_RECORDS["backup"].path
     read_fields = PLUGIN_RECORDS["backup"].read_fields
 

@@ -1,13 +1,15 @@
 """replications and backup-routines: cluster job definitions as plugin records.
 
 Identity is natural (plugin endpoint + job id / replication id). A job that disappears from Proxmox is
-not deleted: its record is marked `status: stale` (and `active` again if it comes back).
+not deleted: the gone rule (sync/gone.py) marks its record `gone_since` with `status: stale` (and
+`active`, unmarked, again if it comes back), under the same conditions as every other kind.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from hvsync_backend.sync.framework import Kind, known_ids
@@ -65,7 +67,10 @@ def utc_stamp(value: Any) -> str | None:
 
 
 class JobKind(NaturalKind):
-    """Shared stale-marking: managed records whose job vanished get `status: stale`."""
+    """Shared stale-marking: managed records whose job vanished get `status: stale` with their gone mark."""
+
+    gone_on_record = True
+    gone_fields = MappingProxyType({"status": "stale"})
 
     id_field = ""
     proxmox_path = ""
@@ -111,14 +116,6 @@ class JobKind(NaturalKind):
                 if payload is not None:
                     key = format_key(self.key_shape, endpoint=source.identity, id=payload[self.id_field])
                     out[key] = Desired(key, str(payload[self.id_field]), {**payload, "status": "active"})
-        if ctx.options.partial:
-            return out  # selected-object runs never judge what they did not select
-        for key, have in (await self.current(ctx)).items():
-            if key in out or ctx.source_of(key) in ctx.failed_endpoints:
-                continue
-            if ctx.skips_guest(ctx.source_of(key), self.guest_of(have)):
-                continue  # its guest is out of this run's scope: not stale, just not looked at
-            out[key] = Desired(key, have.label, {"status": "stale"})
         return out
 
 

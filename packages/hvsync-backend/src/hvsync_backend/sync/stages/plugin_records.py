@@ -38,7 +38,8 @@ class NaturalKind(Kind):
         return {}
 
     def current_fields(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(("id", *self.read_fields)))
+        gone = ("gone_since",) if self.gone_on_record else ()
+        return tuple(dict.fromkeys(("id", *self.read_fields, *gone)))
 
     def read_params(self, ctx: SyncContext) -> dict[str, Any]:
         return {"tag": MANAGED_TAG}
@@ -132,6 +133,7 @@ class PluginNodeKind(NaturalKind):
 
 class PluginStorageKind(NaturalKind):
     name = "storage"
+    gone_on_record = True
     path = PLUGIN_RECORDS["storage"].path
     read_fields = PLUGIN_RECORDS["storage"].read_fields
 

@@ -52,6 +52,7 @@ class SnapshotKind(Kind):
     path = PATH
     read_fields = PLUGIN_RECORDS["snapshot"].read_fields
     key_field = False
+    gone_on_record = True
 
     def linked_kinds(self) -> tuple[Kind, ...]:
         return (VirtualMachineKind(),)
@@ -83,7 +84,7 @@ class SnapshotKind(Kind):
         return out
 
     def current_fields(self) -> tuple[str, ...]:
-        return ("id", *self.read_fields)
+        return ("id", *self.read_fields, "gone_since")
 
     def read_params(self, ctx: SyncContext) -> dict[str, Any]:
         return {"tag": MANAGED_TAG}
