@@ -1,4 +1,5 @@
-"""Proxmox's own HTTP 500 refusals of guest lifecycle calls (a `die` in qemu-server / pve-container).
+"""Proxmox's own HTTP 500 refusals of guest lifecycle calls (a `die` in qemu-server / pve-container),
+of the guest agent and of the time series (``AGENT_REFUSALS``).
 
 They are answers, not emulator crashes: the 5xx checks (walk, schemathesis) accept them by operation and
 exact text pattern; anything else at 5xx still fails.
@@ -63,6 +64,19 @@ AGENT_REFUSALS: list[tuple[str, str]] = [
     ),
 ]
 LIFECYCLE_REFUSALS += AGENT_REFUSALS
+
+#: pve-firewall's plain `die`s (PVE::API2::Firewall::*): a stale digest, a position or object that is not
+#: there, a group or ipset that is not empty, an ipset entry naming a missing alias, IPv4 beside IPv6
+FIREWALL = r"/(cluster|nodes/\{node\}(/(qemu|lxc)/\{vmid\})?)/firewall/.+"
+FIREWALL_REFUSALS: list[tuple[str, str]] = [
+    (
+        rf"(GET|POST|PUT|DELETE) {FIREWALL}",
+        _DIGEST.split("|")[1] + r"|no rule at position [0-9]+|no such security group '.*'"
+        r"|Security group '.*' is not empty|no such IPSet '.*'|IPSet '.*' is not empty|no such alias '.*'"
+        r"|detected mixed ipv4/ipv6 addresses in rule",
+    ),
+]
+LIFECYCLE_REFUSALS += FIREWALL_REFUSALS
 
 
 def is_lifecycle_refusal(operation: str, status: int, message: str | None) -> bool:

@@ -15,6 +15,7 @@ from pve_emulator.mock import (  # noqa: F401  (register handlers)
     guests,
     network,
     replication_api,
+    rrd,
     storage,
     subscription,
 )
