@@ -109,3 +109,12 @@ def test_running_emulator_over_tls_makes_a_new_ca_each_time() -> None:
             client.get("/version")
         folder = first.ca_file.parent
     assert not folder.exists()  # removed with the emulator: nothing shared, nothing left
+
+
+@pytest.mark.pve_faults(drop_rate=1)
+def test_a_dropped_connection_over_tls_gets_no_answer(pve_fresh: EmulatorHandle) -> None:
+    with _client(pve_fresh, ssl.create_default_context(cafile=pve_fresh.tls_verify)) as client:
+        with pytest.raises(httpx.TransportError):
+            client.get("/version")
+        pve_fresh.set_faults(drop_rate=0)
+        assert client.get("/version").status_code == 200

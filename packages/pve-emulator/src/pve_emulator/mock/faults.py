@@ -25,7 +25,18 @@ from pve_emulator.mock.state import ClusterState
 
 __all__ = ["FAULT_KEYS", "LOCK_KINDS", "Faults", "LatencyRule", "parse_cli_fault"]
 
-LOCK_KINDS = ("backup", "clone", "create", "migrate", "rollback", "snapshot", "snapshot-delete", "suspended")
+#: qemu-server's and pve-container's ``lock`` values
+LOCK_KINDS = (
+    "backup",
+    "clone",
+    "create",
+    "migrate",
+    "rollback",
+    "snapshot",
+    "snapshot-delete",
+    "suspending",
+    "suspended",
+)
 NO_QUORUM = "cluster not ready - no quorum?"
 #: writes that still work without quorum: a login only reads the user database
 QUORUM_FREE = {"POST /access/ticket"}
@@ -135,9 +146,6 @@ class Faults:
             "storage_unavailable": sorted(self.storage_unavailable),
             "time_scale": self.time_scale,
         }
-
-    def active(self) -> bool:
-        return self.view() != Faults(self.state, self.seed).view()
 
     def update(self, settings: dict[str, Any]) -> None:
         """Set the named faults (others stay as they are). Everything is checked before anything changes,
