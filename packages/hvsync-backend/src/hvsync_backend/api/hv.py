@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
@@ -24,7 +24,7 @@ from hvsync_backend.endpoints.service import HvTarget, aget_hv_targets
 from hvsync_backend.errors import UnknownHvEndpoints
 from hvsync_backend.hv.client import ProxmoxClient
 from hvsync_backend.hv.errors import ProxmoxAuthError, ProxmoxError, ProxmoxNotConfigured, ProxmoxUnreachable
-from hvsync_backend.hv.reads import Reader, read_datacenter_options, read_firewall, read_templates
+from hvsync_backend.hv.reads import Reader, read_datacenter_options, read_firewall, read_guest, read_templates
 from hvsync_backend.wire.numbers import decimal
 
 router = APIRouter(prefix="/hv", tags=["hv"], dependencies=[Depends(require_api_key)], responses=_AUTH_ERRORS)
@@ -173,3 +173,15 @@ async def templates(context: Ctx, hv_endpoint_ids: HvEndpointIds = None) -> JSON
     """QEMU VMs and LXC containers with ``template: 1``: ``data`` is a list of ``{node, vmid, type, name,
     config}`` (credential-named config keys redacted)."""
     return await _fetch_all(context, hv_endpoint_ids, read_templates)
+
+
+@router.get("/guests/{vmid}", response_model=EndpointResultsOut, responses=_READ_RESPONSES)
+async def guest(
+    context: Ctx,
+    vmid: Annotated[int, Path(ge=100, le=999_999_999, description="Proxmox VMID")],
+    hv_endpoint_ids: HvEndpointIds = None,
+) -> JSONResponse:
+    """Does guest ``vmid`` exist on each selected endpoint: ``data`` is ``{vmid, exists, node, type,
+    config_keys}`` (the keys of its config, never their values). Read-only; the plugin re-checks a deletion
+    request with it before it deletes anything (issue 40)."""
+    return await _fetch_all(context, hv_endpoint_ids, read_guest(vmid))

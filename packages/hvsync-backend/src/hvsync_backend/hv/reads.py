@@ -135,3 +135,36 @@ async def read_templates(client: ProxmoxClient) -> list[dict[str, Any]]:
         for row, config in zip(found, configs, strict=True)
     ]
     return redact(data, _secrets(client))
+
+
+def read_guest(vmid: int) -> Reader:
+    """Whether guest ``vmid`` exists (``/cluster/resources?type=vm``) and, when it does, its node, type and
+    the keys of its config (``scsi0``, ``net0``, ...), never their values: the plugin re-checks a deletion
+    request with it (issue 40), for a guest, one of its disks or one of its interfaces."""
+
+    async def read(client: ProxmoxClient) -> dict[str, Any]:
+        resources = _rows(
+            client, "/cluster/resources", await client.get("/cluster/resources", {"type": "vm"})
+        )
+        row = next(
+            (
+                r
+                for r in resources
+                if r.get("type") in GUEST_TYPES and decimal(str(r.get("vmid", ""))) == vmid
+            ),
+            None,
+        )
+        if row is None or not row.get("node"):
+            return {"vmid": vmid, "exists": False, "node": None, "type": None, "config_keys": []}
+        path = f"/nodes/{_seg(row['node'])}/{row['type']}/{vmid}/config"
+        try:
+            config = _mapping(client, path, await client.get(path))
+        except ProxmoxHTTPError as exc:
+            if exc.status not in (404, 500):
+                raise
+            # destroyed between the two reads: Proxmox answers 500 "does not exist" for a missing config
+            return {"vmid": vmid, "exists": False, "node": None, "type": None, "config_keys": []}
+        keys = sorted(k for k in config if k != "digest")
+        return {"vmid": vmid, "exists": True, "node": row["node"], "type": row["type"], "config_keys": keys}
+
+    return read
