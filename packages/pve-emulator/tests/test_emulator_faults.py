@@ -138,6 +138,7 @@ def test_cli_refuses_a_bad_fault_as_a_usage_error(capsys: pytest.CaptureFixture[
     for flags, text in [
         (["--fault", "node-offline=pve9"], "node_offline: no node 'pve9'"),
         (["--fault", "meteor=1"], "unknown fault 'meteor'"),
+        (["--fault", "drop-rate=0.5", "--mode", "real"], "--fault is mock mode's"),
     ]:
         with pytest.raises(SystemExit) as exited:
             cli_main(["serve", "--port", "0", *flags])

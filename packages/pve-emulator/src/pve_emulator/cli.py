@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     # checked here, before anything starts, so both modes refuse it as a usage error (exit 2)
     if args.release not in RELEASE_FILES:
         p.error(f"unknown API release {args.release!r}; known: {', '.join(RELEASE_FILES)}")
+    if args.mode == "real" and args.fault:
+        p.error("--fault is mock mode's: a real Proxmox VE's faults are its own")
     if args.mode == "real":
         from pve_emulator.proxy.cli import run_real_mode
 
