@@ -129,7 +129,18 @@ def test_every_handler_names_a_schema_operation() -> None:
     assert set(HANDLERS) <= set(schema.by_key)
     assert len(HANDLERS) > 100
     modules = {handler.__module__.rsplit(".", 1)[-1] for handler in HANDLERS.values()}
-    assert modules == {"access", "cluster", "guests", "network", "replication_api", "storage", "subscription"}
+    assert modules == {
+        "access",
+        "agent",
+        "cluster",
+        "consoles",
+        "guests",
+        "network",
+        "replication_api",
+        "rrd",
+        "storage",
+        "subscription",
+    }
     assert backend.HANDLERS is HANDLERS  # the registry the backend dispatches through
 
 

@@ -72,7 +72,7 @@ def test_every_get_operation_answers_without_5xx(pve_emulator: EmulatorHandle) -
                 if n not in op.path_params and not s.get("optional") and not n.endswith("[n]")
             }
             resp = client.get(path, params=query)
-            if resp.status_code >= 500:
+            if resp.status_code >= 500 and not _refusal(op.key, resp):
                 failures.append(f"{op.path} -> {resp.status_code} {resp.text[:120]}")
             elif resp.status_code == 200:
                 checked.add(op.key)

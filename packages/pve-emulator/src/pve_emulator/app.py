@@ -43,6 +43,8 @@ class Backend(Protocol):
 
 
 class EmulatorApp(Front):
+    websockets = True  # consoles: a ``vncwebsocket`` call whose ticket is good is upgraded, then closed
+
     def __init__(
         self,
         schema: ApiSchema,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
 
@@ -19,6 +20,7 @@ from pve_emulator.errors import ApiError, NotFound
 from pve_emulator.schema import ApiSchema, Operation
 from pve_emulator.validation import validate_params
 from pve_emulator.wire import (
+    JSON_HEADERS,
     Receive,
     Scope,
     Send,
@@ -39,6 +41,8 @@ from pve_emulator.wire import (
 __all__ = ["Answer", "Front", "Page", "Request"]
 
 LOG = logging.getLogger("pve_emulator")
+#: statuses a refused websocket can be answered with (uvicorn knows no phrase for Proxmox's 595)
+_HTTP_STATUSES = frozenset(status.value for status in HTTPStatus)
 #: status, body (bytes already encoded, or JSON data) and extra response headers
 Answer = tuple[int, Any, list[tuple[bytes, bytes]]]
 #: ``(start, limit)`` to cut a list answer to, or None when the operation is not a list GET
@@ -72,6 +76,8 @@ class Front:
     waiting their turn as behind a busy pveproxy (None: no limit)."""
 
     log = LOG
+    #: whether an accepted ``...websocket`` call is upgraded (mock mode's consoles; see ``_websocket``)
+    websockets = False
 
     def __init__(self, schema: ApiSchema) -> None:
         self.schema = schema
@@ -90,6 +96,9 @@ class Front:
                     await self.shutdown()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             return
         path, real = split_path(scope)
@@ -104,6 +113,37 @@ class Front:
         if real and is_extjs(scope):
             status, payload = extjs_answer(status, payload, path)
         await send_answer(send, status, payload, headers)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """pveproxy's upgrade of a GET whose path ends in ``websocket``: the operation answers first
+        (``vncwebsocket`` checks its ticket, with the caller's cookie or token as any call). A mode that
+        serves consoles (``websockets``) accepts a 200 and closes at once with a normal close (1000): no
+        console traffic is emulated. Anything else is refused with the HTTP answer the call gave (a status
+        HTTP does not name, such as 595, as a plain refusal: 403 from the server)."""
+        if (await receive())["type"] != "websocket.connect":
+            return
+        path, real = split_path(scope)
+
+        async def no_body() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        status, payload, _ = await self._handle(
+            {**scope, "type": "http", "method": "GET"}, no_body, path, real
+        )
+        if status == 200 and path.endswith("websocket") and self.websockets:
+            binary = "binary" if "binary" in scope.get("subprotocols", []) else None
+            await send({"type": "websocket.accept", "subprotocol": binary})
+            await send({"type": "websocket.close", "code": 1000})
+            return
+        if status == 200:
+            status, payload = 501, error_body(ApiError(501, "websocket upgrade not supported here"), real)
+        if "websocket.http.response" not in scope.get("extensions", {}) or status not in _HTTP_STATUSES:
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        body = payload if isinstance(payload, bytes) else dumps(payload)
+        headers = [*JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+        await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
+        await send({"type": "websocket.http.response.body", "body": body})
 
     def _turn(self, size: int) -> asyncio.Semaphore:
         """The semaphore of `size` turns, made on the serving loop (again when the size was changed)."""

@@ -16,6 +16,25 @@ PROXMOX_500 = {
     "agent configured (Proxmox VE answers 500)",
     "GET /nodes/{node}/lxc/{vmid}/interfaces": "the container is not running (Proxmox VE answers 500)",
 }
+_AGENT_500 = (
+    "the VM is not running, has no guest agent configured or running, or the agent refused the command "
+    "(Proxmox VE answers 500)"
+)
+_RRD_500 = "no RRD file for the object, or an unknown data source (Proxmox VE answers 500)"
+
+
+def proxmox_500(op: Operation) -> str | None:
+    """Why an operation may answer 500 as Proxmox VE does (None: it never should)."""
+    if op.key in PROXMOX_500:
+        return PROXMOX_500[op.key]
+    if (
+        op.path.startswith("/nodes/{node}/qemu/{vmid}/agent")
+        and op.key != "GET /nodes/{node}/qemu/{vmid}/agent"
+    ):
+        return _AGENT_500
+    if op.method == "GET" and op.path.endswith(("/rrd", "/rrddata")):
+        return _RRD_500
+    return None
 
 
 def _default(spec: dict[str, Any]) -> Any:
@@ -93,8 +112,8 @@ def _operation(op: Operation) -> dict[str, Any]:
             "404": {"description": "resource does not exist"},
         },
     }
-    if op.key in PROXMOX_500:
-        out["responses"]["500"] = {"description": PROXMOX_500[op.key]}
+    if (why := proxmox_500(op)) is not None:
+        out["responses"]["500"] = {"description": why}
     if op.path.startswith("/nodes/{node}/"):
         out["responses"]["595"] = {"description": "the node is offline (Proxmox VE's 'no route to host')"}
     if body_props or indexed:

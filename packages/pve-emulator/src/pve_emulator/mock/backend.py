@@ -12,6 +12,7 @@ from pve_emulator.identity import Identity, expired
 from pve_emulator.mock import (  # noqa: F401  (register handlers)
     access,
     cluster,
+    consoles,
     guests,
     network,
     replication_api,
