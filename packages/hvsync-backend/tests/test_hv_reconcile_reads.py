@@ -71,7 +71,7 @@ def test_firewall_options_and_templates_from_demo_emulator(backend, auth, pve_em
     fw = only(c.get("/hv/cluster/firewall", headers=auth, params=q), eid)
     assert set(fw) == {"options", "groups", "rules", "aliases", "ipsets"}
     assert fw["options"] == direct(emu, "/cluster/firewall/options") and fw["options"]["enable"] == 1
-    assert [g["group"] for g in fw["groups"]] == ["web", "mgmt"]
+    assert [g["group"] for g in fw["groups"]] == ["mgmt", "web"]  # sorted, as pve-firewall lists groups
     web = next(g for g in fw["groups"] if g["group"] == "web")
     assert web["rules"] == direct(emu, "/cluster/firewall/groups/web")
     assert [r["dport"] for r in web["rules"]] == ["443", "80"]

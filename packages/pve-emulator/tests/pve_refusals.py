@@ -75,6 +75,10 @@ FIREWALL_REFUSALS: list[tuple[str, str]] = [
         r"|Security group '.*' is not empty|no such IPSet '.*'|IPSet '.*' is not empty|no such alias '.*'"
         r"|detected mixed ipv4/ipv6 addresses in rule",
     ),
+    # AccessControl.pm change_password: check_user_exist's and the confirming login's plain `die`s
+    (r"PUT /access/password", r"no such user \('.*'\)|invalid credentials"),
+    # pve-manager Pool.pm: the pool index asked for one pool that is not there
+    (r"GET /pools", r"pool '.*' does not exist"),
 ]
 LIFECYCLE_REFUSALS += FIREWALL_REFUSALS
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
-from pve_emulator.errors import ParameterError, bad_param, not_found
+from pve_emulator.errors import ApiError, Forbidden, ParameterError, bad_param, not_found
 from pve_emulator.identity import Identity
 from pve_emulator.mock.registry import Call, route
 from pve_emulator.mock.state import Acl, ApiToken, ClusterState, User
@@ -182,13 +183,47 @@ def _evaluate(state: ClusterState, identity: Identity, check: list[Any], params:
         return any(p in have for p in wanted) if any_of else all(p in have for p in wanted)
     if kind == "userid-param":
         if check[1] == "self":
-            return params.get("userid") == identity.userid
-        return "User.Modify" in privileges(state, identity, "/access/groups")
+            return params.get("userid") == identity.subject  # a token is never the user itself
+        realm = str(params.get("userid", "")).rsplit("@", 1)[-1]
+        return "Realm.AllocateUser" in privileges(state, identity, f"/access/realm/{realm}")
     if kind == "userid-group":
-        return any(p in privileges(state, identity, "/access/groups") for p in check[1])
+        return _userid_group(state, identity, check, params)
     if kind == "perm-modify":
         return "Permissions.Modify" in privileges(state, identity, _fill(check[1], params))
     return False
+
+
+def check_any(state: ClusterState, identity: Identity, path: str, wanted: list[str]) -> bool:
+    """RPCEnvironment's ``check_any``: at least one of ``wanted`` on ``path``."""
+    have = privileges(state, identity, path)
+    return any(p in have for p in wanted)
+
+
+def _allowed_groups(state: ClusterState, identity: Identity, wanted: list[str]) -> set[str]:
+    """``filter_groups``: the groups on whose ``/access/groups/<group>`` the caller has one of ``wanted``."""
+    return {g for g in state.groups if check_any(state, identity, f"/access/groups/{g}", wanted)}
+
+
+def _group_members(state: ClusterState, groups: set[str]) -> set[str]:
+    """``group_member_join``."""
+    return {u.userid for u in state.users.values() if groups & set(u.groups)}
+
+
+def _userid_group(state: ClusterState, identity: Identity, check: list[Any], params: dict[str, Any]) -> bool:
+    """``userid-group``: the privilege on ``/access/groups`` covers every user; else on a group of the
+    target user (and, with ``groups_param``, on every group the request names)."""
+    wanted = check[1]
+    options = dict(zip(check[2::2], check[3::2], strict=False))
+    if check_any(state, identity, "/access/groups", wanted):
+        return True
+    groups = _allowed_groups(state, identity, wanted)
+    if options.get("groups_param"):
+        named = [g for g in re.split(r"[,;\s]+", str(params.get("groups") or "")) if g]
+        if not named or any(g not in groups for g in named):
+            return False
+    if options.get("groups_param") != "create":
+        return params.get("userid") in _group_members(state, groups)
+    return True
 
 
 def can_audit_vm(state: ClusterState, identity: Identity, vmid: int) -> bool:
@@ -227,8 +262,18 @@ def _get_user(call: Call) -> User:
 
 @route("GET", "/access/users")
 def list_users(call: Call) -> list[dict[str, Any]]:
+    """Only users the caller may see (User.Modify or Sys.Audit on /access/groups, or on a group of the
+    user), and always the caller itself; a token is not its user, so a token without ACLs sees nobody."""
+    state, identity = call.state, call.identity
+    wanted = ["User.Modify", "Sys.Audit"]
+    everyone = check_any(state, identity, "/access/groups", wanted)
+    visible = _group_members(state, _allowed_groups(state, identity, wanted)) | {identity.subject}
     enabled = call.get("enabled")
-    users = [u for u in call.state.users.values() if enabled is None or u.enable == enabled]
+    users = [
+        u
+        for u in call.state.users.values()
+        if (everyone or u.userid in visible) and (enabled is None or bool(u.enable) == bool(enabled))
+    ]
     return [_user_view(u, bool(call.get("full"))) for u in users]
 
 
@@ -284,6 +329,30 @@ def delete_user(call: Call) -> None:
         a for a in call.state.acls if a.ugid != user.userid and not a.ugid.startswith(user.userid + "!")
     ]
     call.state.bump()
+
+
+@route("PUT", "/access/password")
+def change_password(call: Call) -> None:
+    """AccessControl.pm's change_password after ``reauth_user_for_user_modification``: only root@pam
+    changes root@pam's password; anyone else confirms with their own password; nobody but root changes
+    another pam user's (system) password."""
+    state, authuser, userid = call.state, call.identity.userid, call.params["userid"]
+    user = state.users.get(userid)
+    if user is None:
+        raise ApiError(500, f"no such user ('{userid}')")
+    if userid == "root@pam" and authuser != "root@pam":
+        raise Forbidden("Permission check failed")
+    if authuser != "root@pam":
+        confirmation = call.get("confirmation-password")
+        if confirmation is None:
+            raise bad_param("confirmation-password", "password is required to modify user")
+        own = state.users.get(authuser)
+        if own is None or own.password is None or own.password != confirmation:
+            raise ApiError(500, "invalid credentials")
+        if authuser != userid and userid.endswith("@pam"):
+            raise Forbidden("Permission check failed")
+    user.password = call.params["password"]
+    state.bump()
 
 
 @route("GET", "/access/users/{userid}/token")
@@ -353,11 +422,32 @@ def delete_token(call: Call) -> None:
 # --- ACLs, roles, groups ------------------------------------------------------------------------
 
 
+#: ``check_perm_modify``: besides Permissions.Modify, the allocate privilege of the object kind will do
+_MODIFY_BY_PREFIX = (
+    ("/storage/", "Datastore.Allocate"),
+    ("/vms/", "VM.Allocate"),
+    ("/pool/", "Pool.Allocate"),
+)
+
+
+def _can_modify_acl(state: ClusterState, identity: Identity, path: str) -> bool:
+    wanted = ["Permissions.Modify"]
+    wanted += [
+        priv for prefix, priv in _MODIFY_BY_PREFIX if path.startswith(prefix) and len(path) > len(prefix)
+    ]
+    return check_any(state, identity, path, wanted)
+
+
 @route("GET", "/access/acl")
 def list_acl(call: Call) -> list[dict[str, Any]]:
+    """Every entry with Sys.Audit on /access; else only those on paths whose permissions the caller may
+    modify."""
+    state, identity = call.state, call.identity
+    audit = "Sys.Audit" in privileges(state, identity, "/access")
     return [
         {"path": a.path, "ugid": a.ugid, "type": a.type, "roleid": a.roleid, "propagate": a.propagate}
-        for a in call.state.acls
+        for a in state.acls
+        if audit or _can_modify_acl(state, identity, a.path)
     ]
 
 
@@ -434,12 +524,24 @@ def pool_members(state: ClusterState, poolid: str) -> list[dict[str, Any]]:
 
 @route("GET", "/pools")
 def list_pools(call: Call) -> list[dict[str, Any]]:
+    """pve-manager's pool index: without ``poolid`` the pools with Pool.Audit, without members; with it,
+    that pool and its members. Proxmox discards the Pool.Audit check of the second form (``check`` with
+    ``$noerr`` and no test of the result), so this does not refuse it either."""
+    state = call.state
     wanted = call.get("poolid")
-    return [
-        {"poolid": p, "comment": d.get("comment", ""), "members": pool_members(call.state, p)}
-        for p, d in sorted(call.state.pools.items())
-        if wanted is None or p == wanted
-    ]
+    if wanted is None:
+        return [
+            {"poolid": p, **({"comment": d["comment"]} if d.get("comment") is not None else {})}
+            for p, d in sorted(state.pools.items())
+            if "Pool.Audit" in privileges(state, call.identity, f"/pool/{p}")
+        ]
+    pool = state.pools.get(wanted)
+    if pool is None:
+        raise ApiError(500, f"pool '{wanted}' does not exist")
+    kind = call.get("type")
+    members = [m for m in pool_members(state, wanted) if kind is None or m["type"] == kind]
+    entry = {"poolid": wanted, "members": members}
+    return [{**entry, "comment": pool["comment"]} if pool.get("comment") is not None else entry]
 
 
 @route("POST", "/pools")

@@ -13,6 +13,7 @@ from pve_emulator.mock import (  # noqa: F401  (register handlers)
     access,
     cluster,
     consoles,
+    firewall,
     guests,
     network,
     replication_api,

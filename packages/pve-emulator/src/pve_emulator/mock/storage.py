@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from pve_emulator.errors import bad_param, not_found
-from pve_emulator.mock.access import privileges
+from pve_emulator.mock.access import check_any, privileges
 from pve_emulator.mock.registry import Call, route
 from pve_emulator.mock.state import ClusterState, Volume
 from pve_emulator.validation import INT64_MAX
@@ -179,11 +179,14 @@ def _storage_on(call: Call) -> tuple[str, str]:
 
 @route("GET", "/storage")
 def list_storage_config(call: Call) -> list[dict[str, Any]]:
+    """Only storages with Datastore.Audit or Datastore.AllocateSpace on /storage/<id> (pve-storage)."""
     kind = call.get("type")
+    wanted = ["Datastore.Audit", "Datastore.AllocateSpace"]
     return [
         {"storage": s, **cfg, "digest": "0" * 40}
         for s, cfg in call.state.storages.items()
-        if kind is None or cfg["type"] == kind
+        if (kind is None or cfg["type"] == kind)
+        and check_any(call.state, call.identity, f"/storage/{s}", wanted)
     ]
 
 
