@@ -57,10 +57,10 @@ AGENT_REFUSALS: list[tuple[str, str]] = [
         r"No QEMU guest agent configured|VM [0-9]+ is not running|QEMU guest agent is not running"
         r"|VM [0-9]+ qga command 'guest-[a-z-]+' failed - .+|command or input-data \(or both\) required",
     ),
-    # PVE::RRD::create_rrd_graph: a data source the RRD file does not have
+    # PVE::RRD: an object without an RRD file, a data source the file does not have, a third line to draw
     (
-        r"GET /nodes/\{node\}(/(qemu|lxc)/\{vmid\}|/storage/\{storage\})?/rrd",
-        r"RRD error: No DS called '.*' in '.+'",
+        r"GET /nodes/\{node\}(/(qemu|lxc)/\{vmid\}|/storage/\{storage\})?/rrd(data)?",
+        r"RRD error: .+|fixme: no color definition",
     ),
 ]
 LIFECYCLE_REFUSALS += AGENT_REFUSALS
