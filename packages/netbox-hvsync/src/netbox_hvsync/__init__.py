@@ -45,6 +45,9 @@ if PluginConfig is not None:
 
         def ready(self) -> None:
             super().ready()
-            from netbox_hvsync import signal_receivers  # noqa: F401  (push on save, key adoption, deletion guard)
+            from netbox_hvsync import (
+                gone_marks,  # noqa: F401  (the gone policy on a sidecar's transition)
+                signal_receivers,  # noqa: F401  (push on save, key adoption, deletion guard)
+            )
 
     config = HvsyncConfig

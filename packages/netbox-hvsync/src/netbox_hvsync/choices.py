@@ -123,3 +123,17 @@ class SyncModeChoices(ChoiceSet):
     STAGED = "staged"
     SELECTED = "selected"
     CHOICES = [(STAGED, "Staged (full)"), (SELECTED, "Selected objects")]
+
+
+class GonePolicyChoices(ChoiceSet):
+    """What an object gone from Proxmox does to NetBox's own fields (the endpoint's `gone_policy`)."""
+
+    KEEP = "keep"
+    STATUS = "status"
+    REQUEST_DELETION = "request-deletion"
+
+    CHOICES = (
+        (KEEP, "Keep (mark only)", "gray"),
+        (STATUS, "Set a status", "orange"),
+        (REQUEST_DELETION, "Request deletion", "red"),
+    )

@@ -235,6 +235,13 @@ class InventoryEndpointFilterSet(HvsyncModelFilterSet):
         return _search(queryset, value, "name", "domain", "comments")
 
 
+def gone_filter() -> django_filters.BooleanFilter:
+    """`gone=true`: marked gone from Proxmox (`gone_since` set); `gone=false`: present."""
+    return django_filters.BooleanFilter(
+        field_name="gone_since", lookup_expr="isnull", exclude=True, label="Gone from Proxmox"
+    )
+
+
 class HvEndpointFilterSet(HvsyncModelFilterSet):
     site_id = _related(Site, "site", "Site (ID)")
     tenant_id = _related(Tenant, "tenant", "Tenant (ID)")
@@ -255,6 +262,9 @@ class HvEndpointFilterSet(HvsyncModelFilterSet):
             "max_retries",
             "sync_mode_vm",
             "sync_mode_vm_template",
+            "gone_policy",
+            "gone_status",
+            "auto_approve_deletions",
             "allow_template_builds",
             "template_build_grant_confirmed",
             "site",
@@ -292,6 +302,7 @@ class HvNodeFilterSet(HvsyncModelFilterSet):
 
 
 class HvStorageFilterSet(HvsyncModelFilterSet):
+    gone = gone_filter()
     cluster_id = _related(models.HvCluster, "cluster", "Proxmox cluster (ID)")
     endpoint_id = _related(models.HvEndpoint, "cluster__endpoint", "Proxmox endpoint (ID)")
     node_id = _related(models.HvNode, "nodes", "Proxmox node (ID)")
@@ -305,6 +316,7 @@ class HvStorageFilterSet(HvsyncModelFilterSet):
 
 
 class HvBackupFilterSet(HvsyncModelFilterSet):
+    gone = gone_filter()
     storage_id = _related(models.HvStorage, "storage", "Proxmox storage (ID)")
     virtual_machine_id = _related(VirtualMachine, "virtual_machine", "Virtual machine (ID)")
     verification_state = django_filters.MultipleChoiceFilter(
@@ -320,6 +332,7 @@ class HvBackupFilterSet(HvsyncModelFilterSet):
 
 
 class HvSnapshotFilterSet(HvsyncModelFilterSet):
+    gone = gone_filter()
     virtual_machine_id = _related(VirtualMachine, "virtual_machine", "Virtual machine (ID)")
 
     class Meta:
@@ -356,6 +369,7 @@ class HvTaskHistoryFilterSet(HvsyncModelFilterSet):
 
 
 class BackupRoutineFilterSet(HvsyncModelFilterSet):
+    gone = gone_filter()
     """SPEC 4.4: id, endpoint, job_id, enabled, node, storage, status, keep_*; node_id, storage_id; q."""
 
     endpoint_id = _related(models.HvEndpoint, "endpoint", "Proxmox endpoint (ID)")
@@ -388,6 +402,7 @@ class BackupRoutineFilterSet(HvsyncModelFilterSet):
 
 
 class ReplicationFilterSet(HvsyncModelFilterSet):
+    gone = gone_filter()
     """SPEC 4.4: every listed field, virtual_machine_id, and q over id, VM name, target, comment, source."""
 
     endpoint_id = _related(models.HvEndpoint, "endpoint", "Proxmox endpoint (ID)")
@@ -473,6 +488,7 @@ class ApplyJobFilterSet(HvsyncModelFilterSet):
 class SyncedObjectFilterSet(HvsyncFilterSet):
     q = django_filters.CharFilter(method="search", label="Search")
     endpoint_id = _related(models.HvEndpoint, "endpoint", "Proxmox endpoint (ID)")
+    gone = gone_filter()
     search_fields: tuple[str, ...] = ()
 
     def search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:

@@ -75,6 +75,8 @@ class HvEndpointTable(NetBoxTable):
     allow_template_builds = columns.BooleanColumn(verbose_name="Template builds")
     sync_mode_vm = columns.BooleanColumn(verbose_name="Sync VMs")
     sync_mode_vm_template = columns.BooleanColumn(verbose_name="Sync templates")
+    gone_policy = columns.ChoiceFieldColumn()
+    auto_approve_deletions = columns.BooleanColumn(verbose_name="Auto-approve deletions")
     template_build_grant_confirmed = columns.BooleanColumn(verbose_name="Grant confirmed")
     access_methods = columns.ArrayColumn()
     tags = columns.TagColumn(url_name="plugins:netbox_hvsync:hvendpoint_list")
@@ -98,6 +100,10 @@ class HvEndpointTable(NetBoxTable):
             "retry_backoff",
             "sync_mode_vm",
             "sync_mode_vm_template",
+            "gone_policy",
+            "gone_status",
+            "gone_guard_share",
+            "auto_approve_deletions",
             "allow_template_builds",
             "template_build_grant_confirmed",
             "site",
@@ -416,6 +422,7 @@ class SyncedObjectTable(NetBoxTable):
     id = tables.Column(linkify=True, verbose_name="ID")
     endpoint = tables.Column(linkify=True)
     last_seen = columns.DateTimeColumn()
+    gone_since = columns.DateTimeColumn(verbose_name="Gone since")
     actions = columns.ActionsColumn(actions=("delete",))
 
 
@@ -434,11 +441,14 @@ def _sidecar_table(model_class: type, target: str, *identity: str) -> type:
                     target,
                     *identity,
                     "last_seen",
+                    "gone_since",
+                    "gone_request",
+                    "gone_prior_status",
                     "last_run_id",
                     "created",
                     "last_updated",
                 ),
-                "default_columns": ("id", "endpoint", target, *identity, "last_seen"),
+                "default_columns": ("id", "endpoint", target, *identity, "last_seen", "gone_since"),
             },
         ),
     }

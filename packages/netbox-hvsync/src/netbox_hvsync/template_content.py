@@ -6,19 +6,40 @@ from __future__ import annotations
 from typing import Any
 
 from core.models import Job
+from django.contrib.contenttypes.models import ContentType
 from django.urls import reverse
+from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from netbox.plugins import PluginTemplateExtension
+from django.utils.timezone import localtime
+from netbox.plugins import PluginTemplateExtension, get_plugin_config
 
 from netbox_hvsync import models
 from netbox_hvsync.querysets import sync_jobs
+from netbox_hvsync.rules.deletions import (
+    APPROVE_PERMISSION,
+    APPROVED,
+    OPEN_STATUSES,
+    Decider,
+    decision_refusal,
+)
 
 PANEL = "netbox_hvsync/inc/proxmox_panel.html"
 
 
 def _link(obj: Any) -> SafeString | str:
     return format_html('<a href="{}">{}</a>', obj.get_absolute_url(), obj) if obj is not None else "—"
+
+
+def gone_badge(state: Any) -> list[tuple[str, Any]]:
+    """The "Gone from Proxmox since ..." row of a sync-state record marked gone (none while present)."""
+    if state is None or state.gone_since is None:
+        return []
+    since = date_format(localtime(state.gone_since), "SHORT_DATETIME_FORMAT")
+    badge = format_html(
+        '<span class="badge text-bg-danger" id="hvsync-gone-badge">Gone from Proxmox since {}</span>', since
+    )
+    return [("Proxmox", badge)]
 
 
 def _links(objects: list[Any]) -> SafeString | str:
@@ -44,7 +65,7 @@ class VirtualMachinePanel(ProxmoxPanel):
 
     def rows(self, obj: Any, user: Any) -> list[tuple[str, Any]]:
         state = models.SyncedVirtualMachine.objects.restrict(user, "view").filter(virtual_machine=obj).first()
-        rows: list[tuple[str, Any]] = []
+        rows: list[tuple[str, Any]] = gone_badge(state)
         if state is not None:
             rows += [
                 ("Sync state", _link(state)),
@@ -65,6 +86,7 @@ class VirtualMachinePanel(ProxmoxPanel):
             rows.append(("Backups", _links(backups)))
         if replications:
             rows.append(("Replications", _links(replications)))
+        rows += deletion_request_rows(obj, user)
         return rows
 
 
@@ -76,12 +98,13 @@ class DevicePanel(ProxmoxPanel):
             models.HvNode.objects.restrict(user, "view").filter(device=obj).select_related("cluster")
         )
         state = models.SyncedDevice.objects.restrict(user, "view").filter(device=obj).first()
-        rows: list[tuple[str, Any]] = []
+        rows: list[tuple[str, Any]] = gone_badge(state)
         if nodes:
             rows.append(("Proxmox node", _links(nodes)))
             rows.append(("Proxmox cluster", _links([n.cluster for n in nodes])))
         if state is not None:
             rows.append(("Sync state", _link(state)))
+        rows += deletion_request_rows(obj, user)
         return rows
 
 
@@ -101,18 +124,49 @@ class ClusterPanel(ProxmoxPanel):
 
 
 class DeletionRequestButtons(PluginTemplateExtension):
-    """Approve / Reject on a pending request's page, for users who may change it (four eyes: rules.deletion)."""
+    """Approve / Reject with a comment on a pending request's page, for users holding
+    `approve_deletionrequest`; Approve is not offered to the requester (four eyes: rules.deletions)."""
 
     models = ["netbox_hvsync.deletionrequest"]
 
     def buttons(self) -> str:
         obj = self.context["object"]
         user = self.context["request"].user
-        if obj.status != "pending" or not user.has_perm("netbox_hvsync.change_deletionrequest", obj):
+        if obj.status != "pending" or not user.has_perm(APPROVE_PERMISSION):
             return ""
-        return self.render(
-            "netbox_hvsync/inc/deletion_request_buttons.html", extra_context={"request_row": obj}
+        refusal = decision_refusal(
+            obj.status,
+            obj.requested_by_id,
+            Decider(user.pk, has_permission=True, is_superuser=user.is_superuser),
+            APPROVED,
+            allow_self_approval=bool(get_plugin_config("netbox_hvsync", "allow_self_approval")),
         )
+        return self.render(
+            "netbox_hvsync/inc/deletion_request_buttons.html",
+            extra_context={"request_row": obj, "may_approve": refusal is None},
+        )
+
+
+def deletion_request_rows(obj: Any, user: Any) -> list[tuple[str, Any]]:
+    """The object's open deletion request, linked from its page (issue 40)."""
+    found = (
+        models.DeletionRequest.objects.restrict(user, "view")
+        .filter(
+            object_type=ContentType.objects.get_for_model(obj),
+            object_id=obj.pk,
+            status__in=OPEN_STATUSES,
+        )
+        .first()
+    )
+    if found is None:
+        return []
+    link = format_html(
+        '<a href="{}" id="hvsync-open-deletion-request">{} ({})</a>',
+        found.get_absolute_url(),
+        f"Deletion request {found.pk}",
+        found.get_status_display(),
+    )
+    return [("Deletion request", link)]
 
 
 class SyncRunButton(PluginTemplateExtension):

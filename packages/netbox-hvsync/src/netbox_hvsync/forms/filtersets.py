@@ -30,6 +30,9 @@ def filter_form(model_class: type, *extra: str, **fields: forms.Field) -> type:
     return type(f"{model_class.__name__}FilterForm", (NetBoxModelFilterSetForm,), attrs)
 
 
+GONE = "Gone from Proxmox"
+
+
 def _bool(label: str | None = None) -> forms.NullBooleanField:
     return forms.NullBooleanField(
         required=False, label=label, widget=forms.Select(choices=BOOLEAN_WITH_BLANK_CHOICES)
@@ -53,25 +56,28 @@ HvEndpointFilterForm = filter_form(
     enabled=_bool(),
     sync_mode_vm=_bool("Sync virtual machines"),
     sync_mode_vm_template=_bool("Sync templates"),
+    auto_approve_deletions=_bool("Auto-approve deletions"),
     allow_template_builds=_bool("Template builds allowed"),
 )
 HvClusterFilterForm = filter_form(models.HvCluster, endpoint_id=_endpoint_filter())
 HvNodeFilterForm = filter_form(models.HvNode, online=_bool())
-HvStorageFilterForm = filter_form(models.HvStorage, shared=_bool(), active=_bool())
-HvBackupFilterForm = filter_form(models.HvBackup, protected=_bool())
-HvSnapshotFilterForm = filter_form(models.HvSnapshot, vmstate=_bool("With RAM state"))
+HvStorageFilterForm = filter_form(models.HvStorage, shared=_bool(), active=_bool(), gone=_bool(GONE))
+HvBackupFilterForm = filter_form(models.HvBackup, protected=_bool(), gone=_bool(GONE))
+HvSnapshotFilterForm = filter_form(models.HvSnapshot, vmstate=_bool("With RAM state"), gone=_bool(GONE))
 HvTaskHistoryFilterForm = filter_form(models.HvTaskHistory, endpoint_id=_endpoint_filter())
 BackupRoutineFilterForm = filter_form(
     models.BackupRoutine,
     endpoint_id=_endpoint_filter(),
     enabled=_bool(),
     status=forms.MultipleChoiceField(choices=SyncedStatusChoices, required=False),
+    gone=_bool(GONE),
 )
 ReplicationFilterForm = filter_form(
     models.Replication,
     endpoint_id=_endpoint_filter(),
     disable=_bool("Disabled"),
     status=forms.MultipleChoiceField(choices=SyncedStatusChoices, required=False),
+    gone=_bool(GONE),
 )
 DeletionRequestFilterForm = filter_form(
     models.DeletionRequest,

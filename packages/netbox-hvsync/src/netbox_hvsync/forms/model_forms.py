@@ -8,8 +8,10 @@ from django.contrib.contenttypes.models import ContentType
 from ipam.models import IPAddress
 from netbox.forms import NetBoxModelForm
 from tenancy.models import Tenant
+from utilities.forms import add_blank_choice
 from utilities.forms.fields import CommentField, DynamicModelChoiceField, DynamicModelMultipleChoiceField
 from utilities.forms.rendering import FieldSet
+from virtualization.choices import VirtualMachineStatusChoices
 from virtualization.models import Cluster, VirtualMachine
 
 from netbox_hvsync import models
@@ -87,6 +89,12 @@ class HvEndpointForm(SecretsFormMixin, NetBoxModelForm):
     )
     token_value = secret_field("Token secret")
     password = secret_field("Password")
+    gone_status = forms.ChoiceField(
+        choices=add_blank_choice(VirtualMachineStatusChoices),
+        required=False,
+        label="Gone status",
+        help_text="The status the 'status' policy sets on an object gone from Proxmox",
+    )
     comments = CommentField()
 
     fieldsets = (
@@ -103,6 +111,13 @@ class HvEndpointForm(SecretsFormMixin, NetBoxModelForm):
         ),
         FieldSet("username", "access_methods", "token_name", "token_value", "password", name="Credentials"),
         FieldSet("sync_mode_vm", "sync_mode_vm_template", name="Sync modes"),
+        FieldSet(
+            "gone_policy",
+            "gone_status",
+            "gone_guard_share",
+            "auto_approve_deletions",
+            name="Gone from Proxmox",
+        ),
         FieldSet("allow_template_builds", name="Grants"),
         FieldSet("tags", name="Tags"),
     )
@@ -126,6 +141,10 @@ class HvEndpointForm(SecretsFormMixin, NetBoxModelForm):
             "token_name",
             "sync_mode_vm",
             "sync_mode_vm_template",
+            "gone_policy",
+            "gone_status",
+            "gone_guard_share",
+            "auto_approve_deletions",
             "allow_template_builds",
             "comments",
             "tags",

@@ -9,6 +9,7 @@ lookup on ciphertext would let a client probe a secret one character at a time.
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated
 
 import strawberry
@@ -46,6 +47,7 @@ LAZY = strawberry.lazy("netbox_hvsync.graphql.filters")
 Str = StrFilterLookup
 Bool = FilterLookup[bool]
 Int = ComparisonFilterLookup[int]
+Moment = ComparisonFilterLookup[datetime]
 
 
 @dataclass
@@ -63,6 +65,8 @@ class EndpointFilterMixin:
 @dataclass
 class SidecarFilterMixin(EndpointFilterMixin):
     last_run_id: Str | None = strawberry_django.filter_field()  # noqa: RUF009
+    #: `gone_since: {isNull: false}` lists what is gone from Proxmox (REST: `gone=true`)
+    gone_since: Moment | None = strawberry_django.filter_field()  # noqa: RUF009
 
 
 #
@@ -111,6 +115,8 @@ class HvEndpointFilter(NetBoxModelFilter):
     allow_template_builds: Bool | None = strawberry_django.filter_field()
     sync_mode_vm: Bool | None = strawberry_django.filter_field()
     sync_mode_vm_template: Bool | None = strawberry_django.filter_field()
+    gone_policy: Str | None = strawberry_django.filter_field()
+    auto_approve_deletions: Bool | None = strawberry_django.filter_field()
     template_build_grant_confirmed: Bool | None = strawberry_django.filter_field()
     site_id: ID | None = strawberry_django.filter_field()
     tenant_id: ID | None = strawberry_django.filter_field()

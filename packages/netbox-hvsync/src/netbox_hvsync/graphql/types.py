@@ -73,7 +73,15 @@ VIRT = strawberry.lazy("virtualization.graphql.types")
 NETBOX = strawberry.lazy("netbox.graphql.types")
 
 CHANGE_FIELDS = ["id", "created", "last_updated"]
-SIDECAR_FIELDS = [*CHANGE_FIELDS, "endpoint", "last_seen", "last_run_id"]
+SIDECAR_FIELDS = [
+    *CHANGE_FIELDS,
+    "endpoint",
+    "last_seen",
+    "gone_since",
+    "gone_request",
+    "gone_prior_status",
+    "last_run_id",
+]
 
 
 #
@@ -155,6 +163,10 @@ class InventoryEndpointType(NetBoxObjectType):
         "retry_backoff",
         "sync_mode_vm",
         "sync_mode_vm_template",
+        "gone_policy",
+        "gone_status",
+        "gone_guard_share",
+        "auto_approve_deletions",
         "allow_template_builds",
         "template_build_grant_confirmed",
         "site",
@@ -187,7 +199,7 @@ class HvEndpointType(NetBoxObjectType):
 
 @strawberry_django.type(
     models.HvCluster,
-    fields=[*CHANGE_FIELDS, *PLUGIN_RECORDS["cluster"].fields],
+    fields=[*CHANGE_FIELDS, *PLUGIN_RECORDS["cluster"].fields, "last_complete_read"],
     filters=HvClusterFilter,
     pagination=True,
 )
@@ -209,7 +221,17 @@ class HvNodeType(NetBoxObjectType):
 
 @strawberry_django.type(
     models.HvStorage,
-    fields=[*CHANGE_FIELDS, "cluster", "name", "storage_type", "shared", "active", "enabled", "nodes"],
+    fields=[
+        *CHANGE_FIELDS,
+        "cluster",
+        "name",
+        "storage_type",
+        "shared",
+        "active",
+        "enabled",
+        "nodes",
+        "gone_since",
+    ],
     filters=HvStorageFilter,
     pagination=True,
 )
@@ -235,6 +257,7 @@ class HvStorageType(NetBoxObjectType):
         "notes",
         "protected",
         "verification_state",
+        "gone_since",
     ],
     filters=HvBackupFilter,
     pagination=True,
@@ -247,7 +270,7 @@ class HvBackupType(NetBoxObjectType):
 
 @strawberry_django.type(
     models.HvSnapshot,
-    fields=[*CHANGE_FIELDS, *PLUGIN_RECORDS["snapshot"].fields],
+    fields=[*CHANGE_FIELDS, *PLUGIN_RECORDS["snapshot"].fields, "gone_since"],
     filters=HvSnapshotFilter,
     pagination=True,
 )
@@ -269,7 +292,7 @@ class HvTaskHistoryType(NetBoxObjectType):
 
 @strawberry_django.type(
     models.BackupRoutine,
-    fields=[*CHANGE_FIELDS, *models.BackupRoutine.spec_fields],
+    fields=[*CHANGE_FIELDS, *models.BackupRoutine.spec_fields, "gone_since"],
     filters=BackupRoutineFilter,
     pagination=True,
 )
@@ -283,7 +306,7 @@ class BackupRoutineType(NetBoxObjectType):
 
 @strawberry_django.type(
     models.Replication,
-    fields=[*CHANGE_FIELDS, *models.Replication.spec_fields],
+    fields=[*CHANGE_FIELDS, *models.Replication.spec_fields, "gone_since"],
     filters=ReplicationFilter,
     pagination=True,
 )

@@ -13,13 +13,16 @@ from django.urls import reverse
 from netbox.models import NetBoxModel
 from utilities.exceptions import AbortRequest
 from utilities.querysets import RestrictedQuerySet
+from virtualization.choices import VirtualMachineStatusChoices
 
 from netbox_hvsync.choices import (
     AccessMethodChoices,
+    GonePolicyChoices,
     KeyStateChoices,
     SchemeChoices,
     TokenVersionChoices,
 )
+from netbox_hvsync.rules.gone import gone_setting_errors
 from netbox_hvsync.rules.grants import (
     bulk_toggle_refusal,
     deletion_refusal,
@@ -267,6 +270,29 @@ class HvEndpoint(EncryptedCredentialsMixin, NetBoxModel):
         verbose_name="Sync templates",
         help_text="Sync this endpoint's VM templates as virtual machines",
     )
+    gone_policy = models.CharField(
+        max_length=20,
+        choices=GonePolicyChoices,
+        default=GonePolicyChoices.KEEP,
+        help_text="What an object gone from Proxmox does to NetBox's own fields, applied once when it goes",
+    )
+    gone_status = models.CharField(
+        max_length=50,
+        blank=True,
+        help_text="The status the 'status' policy sets (a virtual machine status, e.g. offline); restored "
+        "when the object returns",
+    )
+    gone_guard_share = models.FloatField(
+        default=0.30,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        verbose_name="Gone guard share",
+        help_text="A run that would mark more than this share (0-1) of this endpoint's objects gone at once "
+        "(and at least 10) marks none and fails: the mass-vanish guard",
+    )
+    auto_approve_deletions = models.BooleanField(
+        default=False,
+        help_text="Unattended mode: deletion requests of this endpoint's gone objects are applied at once",
+    )
     template_build_grant_confirmed = models.BooleanField(
         default=False,
         editable=False,
@@ -316,6 +342,14 @@ class HvEndpoint(EncryptedCredentialsMixin, NetBoxModel):
             errors["access_methods"] = "Each access method may appear once."
         if AccessMethodChoices.TOKEN in methods and not self.token_name:
             errors["token_name"] = "Token access needs the token name."
+        errors.update(
+            gone_setting_errors(
+                self.gone_policy,
+                self.gone_status,
+                self.gone_guard_share,
+                statuses=VirtualMachineStatusChoices.values(),
+            )
+        )
         if errors:
             raise ValidationError(errors)
 

@@ -49,6 +49,11 @@ class HvCluster(NetBoxModel):
         blank=True,
         related_name="hvsync_clusters",
     )
+    last_complete_read = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a full sync last read this endpoint completely (the last_seen of what it holds)",
+    )
 
     class Meta:
         ordering = ("endpoint", "name")
@@ -103,6 +108,11 @@ class HvStorage(NetBoxModel):
     used = models.PositiveBigIntegerField(null=True, blank=True, help_text="bytes")
     avail = models.PositiveBigIntegerField(null=True, blank=True, help_text="bytes")
     nodes = models.ManyToManyField(HvNode, blank=True, related_name="storages")
+    gone_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a complete sync first no longer found it in Proxmox (null: present)",
+    )
 
     class Meta:
         ordering = ("cluster", "name")
@@ -136,6 +146,11 @@ class HvBackup(NetBoxModel):
     verification_state = models.CharField(
         max_length=20, choices=BackupVerificationChoices, default=BackupVerificationChoices.NONE
     )
+    gone_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a complete sync first no longer found it in Proxmox (null: present)",
+    )
 
     class Meta:
         ordering = ("-ctime", "pk")
@@ -163,6 +178,11 @@ class HvSnapshot(NetBoxModel):
     snaptime = models.DateTimeField(null=True, blank=True)
     vmstate = models.BooleanField(default=False, help_text="RAM state included")
     description = models.TextField(blank=True)
+    gone_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a complete sync first no longer found it in Proxmox (null: present)",
+    )
 
     class Meta:
         ordering = ("virtual_machine", "snaptime", "name")
@@ -235,6 +255,11 @@ class BackupRoutine(NetBoxModel):
     )
     comment = models.CharField(max_length=500, blank=True)
     status = models.CharField(max_length=20, choices=SyncedStatusChoices, default=SyncedStatusChoices.ACTIVE)
+    gone_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a complete sync first no longer found it in Proxmox (null: present)",
+    )
     keep_last = models.PositiveIntegerField(null=True, blank=True)
     keep_daily = models.PositiveIntegerField(null=True, blank=True)
     keep_weekly = models.PositiveIntegerField(null=True, blank=True)
@@ -318,6 +343,11 @@ class Replication(NetBoxModel):
     jobnum = models.PositiveIntegerField(validators=[MaxValueValidator(10**6)])
     remove_job = models.CharField(max_length=20, choices=RemoveJobChoices, null=True, blank=True)
     status = models.CharField(max_length=20, choices=SyncedStatusChoices, default=SyncedStatusChoices.ACTIVE)
+    gone_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a complete sync first no longer found it in Proxmox (null: present)",
+    )
     raw_config = models.JSONField(default=dict, blank=True)
 
     class Meta:

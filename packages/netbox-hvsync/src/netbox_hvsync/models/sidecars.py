@@ -11,9 +11,12 @@ sidecar of a NetBox object asks the sidecar model (`SyncedVirtualMachine.objects
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.urls import reverse
 from netbox.models import ChangeLoggedModel
 
@@ -36,15 +39,60 @@ class SyncedObject(ChangeLoggedModel):
     last_run_id = models.CharField(
         max_length=64, blank=True, help_text="run_id of the last sync that wrote it"
     )
+    gone_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a complete sync first no longer found it in Proxmox (null: present)",
+    )
+    gone_request = models.BooleanField(
+        default=False, help_text="The run that marked it gone asked for its deletion (delete_stale)"
+    )
+    gone_prior_status = models.CharField(
+        max_length=50,
+        blank=True,
+        help_text="The object's status before the endpoint's gone policy set one (restored when it returns)",
+    )
+
+    #: the core NetBox object's field on each concrete sidecar (`virtual_machine`, `device`, ...)
+    link_fields: tuple[str, ...] = ()
 
     class Meta:
         abstract = True
 
+    @classmethod
+    def from_db(cls, db: Any, field_names: Any, values: Any, *args: Any, **kwargs: Any) -> Any:
+        """Remember the stored mark, so a save can tell a gone transition without reading the row again."""
+        instance = super().from_db(db, field_names, values, *args, **kwargs)
+        instance._loaded_gone_since = instance.__dict__.get("gone_since")
+        return instance
+
     def get_absolute_url(self) -> str:
         return reverse(f"plugins:netbox_hvsync:{self._meta.model_name}", args=[self.pk])
 
+    @property
+    def target(self) -> Any:
+        """The NetBox object this sidecar names (None for a row of neither kind)."""
+        for name in self.link_fields:
+            if getattr(self, f"{name}_id", None) is not None:
+                return getattr(self, name)
+        return None
+
+    def seen_last(self, reads: dict[int, Any]) -> datetime | None:
+        """The last run that read this object in Proxmox while it is present: its endpoint's last complete
+        read if later than the stored `last_seen`. `reads` caches the endpoint's read across a list."""
+        from netbox_hvsync.models.proxmox import HvCluster
+
+        if self.endpoint_id not in reads:
+            clusters = HvCluster.objects.filter(endpoint_id=self.endpoint_id)
+            reads[self.endpoint_id] = clusters.aggregate(read=Max("last_complete_read"))["read"]
+        read = reads[self.endpoint_id]
+        if read is None or (self.last_seen is not None and self.last_seen >= read):
+            return self.last_seen
+        return read
+
 
 class SyncedVirtualMachine(SyncedObject):
+    link_fields = ("virtual_machine",)
     virtual_machine = models.OneToOneField(
         "virtualization.VirtualMachine", on_delete=models.CASCADE, related_name="+"
     )
@@ -68,6 +116,7 @@ class SyncedVirtualMachine(SyncedObject):
 
 
 class SyncedDevice(SyncedObject):
+    link_fields = ("device",)
     device = models.OneToOneField("dcim.Device", on_delete=models.CASCADE, related_name="+")
     node = models.ForeignKey(
         "netbox_hvsync.HvNode", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -88,6 +137,7 @@ class SyncedDevice(SyncedObject):
 class SyncedInterface(SyncedObject):
     """A VM NIC (`net0`, keyed by vmid) or a node interface (`vmbr0`, keyed by node name)."""
 
+    link_fields = ("vm_interface", "interface")
     vm_interface = models.OneToOneField(
         "virtualization.VMInterface",
         on_delete=models.CASCADE,
@@ -144,6 +194,7 @@ class SyncedInterface(SyncedObject):
 
 
 class SyncedVirtualDisk(SyncedObject):
+    link_fields = ("virtual_disk",)
     virtual_disk = models.OneToOneField(
         "virtualization.VirtualDisk", on_delete=models.CASCADE, related_name="+"
     )
@@ -162,6 +213,7 @@ class SyncedVirtualDisk(SyncedObject):
 
 
 class SyncedIPAddress(SyncedObject):
+    link_fields = ("ip_address",)
     ip_address = models.OneToOneField("ipam.IPAddress", on_delete=models.CASCADE, related_name="+")
     vmid = models.PositiveIntegerField(null=True, blank=True)
     node_name = models.CharField(max_length=100, blank=True)
@@ -185,6 +237,7 @@ class SyncedIPAddress(SyncedObject):
 
 
 class SyncedVLAN(SyncedObject):
+    link_fields = ("vlan",)
     vlan = models.OneToOneField("ipam.VLAN", on_delete=models.CASCADE, related_name="+")
     zone = models.CharField(max_length=100, blank=True)
     vnet = models.CharField(max_length=100)
@@ -201,6 +254,7 @@ class SyncedVLAN(SyncedObject):
 
 
 class SyncedPrefix(SyncedObject):
+    link_fields = ("prefix",)
     prefix = models.OneToOneField("ipam.Prefix", on_delete=models.CASCADE, related_name="+")
     vnet = models.CharField(max_length=100)
     subnet = models.CharField(max_length=100, help_text="Proxmox SDN subnet id")

@@ -69,7 +69,21 @@ class HvsyncModelSerializer(StorableRelatedLookups, NetBoxModelSerializer):
 
 
 class HvsyncSidecarSerializer(StorableRelatedLookups, ValidatedModelSerializer):
-    """Base of the sync-state sidecar serializers (no tags or custom fields)."""
+    """Base of the sync-state sidecar serializers (no tags or custom fields).
+
+    `last_seen` is answered as the last run that read the object in Proxmox without a write per run: while
+    the object is present, its endpoint's last complete read (`HvCluster.last_complete_read`, stamped
+    once per full run) when that is later than the stored time of the last sidecar write; once gone, the
+    stored time, frozen when the mark was set (docs/sync.md, "Seen, and gone")."""
+
+    def to_representation(self, instance: Any) -> Any:
+        data = super().to_representation(instance)
+        if "last_seen" in data and getattr(instance, "gone_since", None) is None:
+            reads = self.context.setdefault("hvsync_complete_reads", {})
+            seen = instance.seen_last(reads)
+            if seen is not None:
+                data["last_seen"] = self.fields["last_seen"].to_representation(seen)
+        return data
 
 
 class SecretFieldsMixin:

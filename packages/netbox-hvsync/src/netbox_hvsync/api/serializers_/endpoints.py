@@ -14,7 +14,13 @@ from tenancy.api.serializers import TenantSerializer
 
 from netbox_hvsync import models
 from netbox_hvsync.backend.adoption import KeyAdoptionRefused
-from netbox_hvsync.choices import AccessMethodChoices, KeyStateChoices, SchemeChoices, TokenVersionChoices
+from netbox_hvsync.choices import (
+    AccessMethodChoices,
+    GonePolicyChoices,
+    KeyStateChoices,
+    SchemeChoices,
+    TokenVersionChoices,
+)
 from netbox_hvsync.rules.urls import TargetError, backend_url_target
 
 from .base import NETBOX_FEATURE_FIELDS, HvsyncModelSerializer, SecretFieldsMixin, secret_field
@@ -130,6 +136,7 @@ class HvEndpointSerializer(SecretFieldsMixin, HvsyncModelSerializer):
     password = secret_field("Proxmox password")
     has_token_value = serializers.BooleanField(read_only=True)
     has_password = serializers.BooleanField(read_only=True)
+    gone_policy = ChoiceField(choices=GonePolicyChoices, required=False)
 
     class Meta:
         model = models.HvEndpoint
@@ -156,6 +163,10 @@ class HvEndpointSerializer(SecretFieldsMixin, HvsyncModelSerializer):
             "retry_backoff",
             "sync_mode_vm",
             "sync_mode_vm_template",
+            "gone_policy",
+            "gone_status",
+            "gone_guard_share",
+            "auto_approve_deletions",
             "allow_template_builds",
             "template_build_grant_confirmed",
             "site",

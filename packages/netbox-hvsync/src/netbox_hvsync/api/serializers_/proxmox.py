@@ -29,7 +29,7 @@ class HvClusterSerializer(HvsyncModelSerializer):
 
     class Meta:
         model = models.HvCluster
-        fields = record_fields("cluster")
+        fields = (*record_fields("cluster"), "last_complete_read")
         brief_fields = ("id", "url", "display", "name")
 
 
@@ -50,7 +50,7 @@ class HvStorageSerializer(HvsyncModelSerializer):
 
     class Meta:
         model = models.HvStorage
-        fields = record_fields("storage")
+        fields = (*record_fields("storage"), "gone_since")
         brief_fields = ("id", "url", "display", "cluster", "name")
 
     def to_representation(self, instance: models.HvStorage) -> dict[str, Any]:
@@ -82,7 +82,7 @@ class HvBackupSerializer(HvsyncModelSerializer):
 
     class Meta:
         model = models.HvBackup
-        fields = record_fields("backup")
+        fields = (*record_fields("backup"), "gone_since")
         brief_fields = ("id", "url", "display", "volid", "vmid")
 
 
@@ -91,7 +91,7 @@ class HvSnapshotSerializer(HvsyncModelSerializer):
 
     class Meta:
         model = models.HvSnapshot
-        fields = record_fields("snapshot")
+        fields = (*record_fields("snapshot"), "gone_since")
         brief_fields = ("id", "url", "display", "name")
 
 
@@ -126,6 +126,7 @@ class BackupRoutineSerializer(HvsyncModelSerializer):
             "display_url",
             "display",
             *models.BackupRoutine.spec_fields,
+            "gone_since",
             *NETBOX_FEATURE_FIELDS,
         )
         brief_fields = ("id", "url", "display", "job_id")
@@ -148,6 +149,7 @@ class ReplicationSerializer(HvsyncModelSerializer):
             "display_url",
             "display",
             *models.Replication.spec_fields,
+            "gone_since",
             *NETBOX_FEATURE_FIELDS,
         )
         brief_fields = ("id", "url", "display", "replication_id")

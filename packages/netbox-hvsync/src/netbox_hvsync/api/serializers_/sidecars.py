@@ -18,7 +18,19 @@ from .base import HvsyncSidecarSerializer
 from .endpoints import HvEndpointSerializer
 from .proxmox import HvClusterSerializer, HvNodeSerializer
 
-SIDECAR_COMMON = ("id", "url", "display", "endpoint", "last_seen", "last_run_id", "created", "last_updated")
+SIDECAR_COMMON = (
+    "id",
+    "url",
+    "display",
+    "endpoint",
+    "last_seen",
+    "gone_since",
+    "gone_request",
+    "gone_prior_status",
+    "last_run_id",
+    "created",
+    "last_updated",
+)
 
 
 class SyncedVirtualMachineSerializer(HvsyncSidecarSerializer):
