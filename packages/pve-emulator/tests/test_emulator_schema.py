@@ -134,6 +134,7 @@ def test_every_handler_names_a_schema_operation() -> None:
         "agent",
         "cluster",
         "consoles",
+        "firewall",
         "guests",
         "network",
         "replication_api",
