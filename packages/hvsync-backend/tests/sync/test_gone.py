@@ -6,11 +6,12 @@ assertion is on what the store holds or what the run wrote.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from hvsync_backend.sync.framework import stage_summary
-from hvsync_backend.sync.gone import MASS_VANISH
+from hvsync_backend.sync.gone import MASS_VANISH, READ_STAMP_INTERVAL, record_complete_reads
 from hvsync_backend.sync.run import SyncContext
 from stage_harness import MemoryNetBox, emulator_source, run_context
 from test_stages_in_memory import PLUGIN_ENDPOINTS, new_run, run_stages
@@ -131,6 +132,22 @@ async def test_nothing_is_marked_for_an_endpoint_that_failed_or_a_node_that_did_
     assert marks(netbox, since) == [] and total(results, "gone") == 0
 
 
+async def test_task_rows_of_a_node_that_did_not_answer_outlive_the_retention(pve_emulator_factory):
+    """Task retention deletes old rows Proxmox no longer lists; an offline node lists nothing, so its rows
+    are kept (they were deleted, then written again when the node came back: found by the fault matrix)."""
+    emu, netbox = pve_emulator_factory(), store()
+    stages = ["devices", "storage", "task-history"]
+    await run_stages(new_run(emu, netbox), stages)
+    rows = netbox.rows["plugins/hvsync/task-history"]
+    on_pve2 = {r["upid"] for r in rows.values() if r["upid"].startswith("UPID:pve2:")}
+    assert on_pve2  # the scenario's history on pve2, older than the retention
+
+    emu.state.set_node_online("pve2", False)
+    results = await run_stages(new_run(emu, netbox), stages)
+    assert total(results, "deleted") == 0
+    assert on_pve2 <= {r["upid"] for r in netbox.rows["plugins/hvsync/task-history"].values()}
+
+
 async def test_filtered_guests_and_selected_runs_mark_nothing(pve_emulator_factory):
     emu, netbox = pve_emulator_factory(), store()
     await run_stages(new_run(emu, netbox), GUEST_STAGES)
@@ -209,3 +226,35 @@ async def test_deletion_requests_are_counted_for_the_request_deletion_policy_and
     assert (vm.gone, vm.deletion_requests, vm.deleted) == (1, 1, 0)
     [sidecar] = [r for r in netbox.rows[SYNCED_VMS].values() if r.get("gone_since")]
     assert sidecar["gone_request"] is True, "the plugin raises the request (and applies it if auto-approved)"
+
+
+async def test_the_read_stamp_is_written_at_most_once_an_hour_and_only_for_a_whole_read(pve_emulator_factory):
+    emu, netbox = pve_emulator_factory(scenario="large", vms=5), store()
+    stages = ["devices", "storage", "virtual-machines"]
+    clusters = "plugins/hvsync/clusters"
+
+    ctx = new_run(emu, netbox)
+    await run_stages(ctx, stages)
+    assert await record_complete_reads(ctx) == 1
+    [row] = netbox.rows[clusters].values()
+    first = row["last_complete_read"]
+    ctx = new_run(emu, netbox)
+    await run_stages(ctx, stages)
+    since = len(netbox.writes)
+    assert await record_complete_reads(ctx) == 0 and netbox.writes[since:] == [], (
+        "a quiet resync writes nothing"
+    )
+
+    row["last_complete_read"] = (datetime.now(UTC) - READ_STAMP_INTERVAL).isoformat()
+    for partial in ({"sync_mode_vm": False}, {"only_vmids": frozenset({1000}), "partial": True}):
+        ctx = new_run(emu, netbox, **partial)
+        await run_stages(ctx, stages)
+        assert await record_complete_reads(ctx) == 0, partial
+    emu.state.set_node_online("pve2", False)
+    ctx = new_run(emu, netbox)
+    await run_stages(ctx, stages)
+    assert await record_complete_reads(ctx) == 0, "a node did not answer"
+    emu.state.set_node_online("pve2", True)
+    ctx = new_run(emu, netbox)
+    await run_stages(ctx, stages)
+    assert await record_complete_reads(ctx) == 1 and row["last_complete_read"] > first

@@ -13,6 +13,7 @@ from typing import Any
 from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.sync.focused import focus_nodes, ids_with_existing, node_allowed
 from hvsync_backend.sync.framework import Kind, Stage, known_ids, left_alone
+from hvsync_backend.sync.gone import silent_nodes
 from hvsync_backend.sync.guests import guests, skipped_guests, vm_key
 from hvsync_backend.sync.plan import Current, Desired
 from hvsync_backend.sync.plugin_endpoints import plugin_endpoints
@@ -199,6 +200,12 @@ class TaskKind(NaturalKind):
 TASK_RETENTION_DAYS = 30
 
 
+def upid_node(upid: Any) -> str | None:
+    """The node a UPID names (`UPID:<node>:...`), None for anything else."""
+    parts = str(upid or "").split(":")
+    return parts[1] if len(parts) > 2 and parts[0] == "UPID" else None
+
+
 def _started_before(value: Any, cutoff: datetime) -> bool:
     if not value:
         return False
@@ -213,18 +220,21 @@ async def prune_tasks(ctx: SyncContext, counts: Counts, kind: TaskKind) -> None:
     """Delete managed task rows Proxmox no longer lists that started more than TASK_RETENTION_DAYS ago.
 
     Proxmox keeps a bounded task log per node; without this the NetBox table would only grow. Rows of
-    an endpoint that failed to read, rows hvsync did not write (no `hvsync` tag) and every row in a
+    an endpoint that failed to read, of a node that did not answer (its list was not read, so its rows
+    are not "no longer listed"), rows hvsync did not write (no `hvsync` tag) and every row in a
     selected-object run are kept."""
     if ctx.options.partial:
         return
     listed = set(ctx.ids.get(kind.name, {}))
     cutoff = datetime.now(UTC) - timedelta(days=TASK_RETENTION_DAYS)
     current = await kind.current(ctx)
+    silent = await silent_nodes(ctx)
     old = [
         c
         for c in current.values()
         if c.key not in listed
         and ctx.source_of(c.key) not in ctx.failed_endpoints
+        and upid_node(c.data.get("upid")) not in silent.get(ctx.source_of(c.key), set())
         and not left_alone(ctx, kind, c)
         and _started_before(c.data.get("starttime"), cutoff)
     ]
