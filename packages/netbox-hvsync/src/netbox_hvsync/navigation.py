@@ -1,9 +1,31 @@
 """The "hvsync" menu. The sync-state page is deliberately absent: it is reached from the home footer."""
 
+from django.db import DatabaseError
+from django.utils.functional import lazy
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from netbox.plugins import PluginMenu, PluginMenuButton, PluginMenuItem
 
 
-def _item(model_name: str, label: str, add: bool = True) -> PluginMenuItem:
+def _deletion_requests_label() -> SafeString:
+    """ "Deletion requests" with the count of pending ones as a badge; evaluated each time the menu renders
+    (NetBox builds the menu once, so the label is lazy)."""
+    from netbox_hvsync.models import DeletionRequest
+
+    try:
+        pending = DeletionRequest.objects.filter(status="pending").count()
+    except DatabaseError:
+        pending = 0
+    if not pending:
+        return format_html("{}", "Deletion requests")
+    return format_html(
+        'Deletion requests <span class="badge text-bg-warning ms-1" id="hvsync-pending-deletions" '
+        'title="pending">{}</span>',
+        pending,
+    )
+
+
+def _item(model_name: str, label: object, add: bool = True) -> PluginMenuItem:
     buttons = ()
     if add:
         buttons = (
@@ -61,7 +83,7 @@ menu = PluginMenu(
         (
             "Audit",
             (
-                _item("deletionrequest", "Deletion requests"),
+                _item("deletionrequest", lazy(_deletion_requests_label, SafeString)()),
                 _item("applyjob", "Apply jobs", add=False),
             ),
         ),

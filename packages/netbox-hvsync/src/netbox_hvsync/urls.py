@@ -4,6 +4,7 @@ from django.urls import include, path
 from utilities.urls import get_model_urls
 
 from .views import (
+    DeletionRequestBulkDecideView,
     DeletionRequestDecideView,
     HomeView,
     SyncRunListView,
@@ -37,6 +38,16 @@ ROUTES = (
 
 urlpatterns = [
     path("", HomeView.as_view(), name="home"),
+    path(
+        "deletion-requests/approve/",
+        DeletionRequestBulkDecideView.as_view(decision="approved"),
+        name="deletionrequest_bulk_approve",
+    ),
+    path(
+        "deletion-requests/reject/",
+        DeletionRequestBulkDecideView.as_view(decision="rejected"),
+        name="deletionrequest_bulk_reject",
+    ),
     path("sync-state/", SyncStateView.as_view(), name="sync_state"),
     path("sync/schedule/", SyncScheduleView.as_view(), name="sync_schedule"),
     path("sync-runs/", SyncRunListView.as_view(), name="sync_run_list"),

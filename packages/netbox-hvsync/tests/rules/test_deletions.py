@@ -19,8 +19,10 @@ from netbox_hvsync.rules.deletions import (
     decision_refusal,
     edit_refusal,
     expiry_cutoff,
+    guest_presence,
     is_expired,
     may_move,
+    node_presence,
 )
 
 ALICE = Decider(1, has_permission=True)
@@ -109,3 +111,30 @@ def test_a_decided_request_keeps_what_it_asks_for() -> None:
     assert edit_refusal(APPROVED, []) is None
     refusal = edit_refusal(APPROVED, ["object_id", "identity"])
     assert refusal is not None and "object_id, identity" in refusal and "approved" in refusal
+
+
+def _guest(exists: bool, keys: list[str] | None = None, *, endpoint_id: int = 7, ok: bool = True) -> dict:
+    data = {"vmid": 101, "exists": exists, "node": "pve1" if exists else None, "config_keys": keys or []}
+    return {"endpoints": [{"endpoint_id": endpoint_id, "endpoint_name": "pve-a", "ok": ok, "data": data}]}
+
+
+def test_the_guest_read_answers_for_a_guest_its_disks_and_its_nics() -> None:
+    assert guest_presence(_guest(True, ["net0", "scsi0"]), 7) == "present"
+    assert guest_presence(_guest(False), 7) == "absent"
+    assert guest_presence(_guest(True, ["net0", "scsi0"]), 7, "scsi0") == "present"
+    assert guest_presence(_guest(True, ["net0"]), 7, "scsi1") == "absent"  # the disk went, the guest stayed
+    assert guest_presence(_guest(False), 7, "net0") == "absent"
+
+
+def test_an_unread_or_foreign_answer_is_unknown_never_absent() -> None:
+    assert guest_presence(_guest(False, endpoint_id=8), 7) == "unknown"  # another endpoint's answer
+    assert guest_presence(_guest(False, ok=False), 7) == "unknown"
+    assert guest_presence({"detail": "no hv endpoint answered"}, 7) == "unknown"
+    assert guest_presence(None, 7) == "unknown"
+    assert node_presence({"endpoints": []}, 7, "pve1") == "unknown"
+
+
+def test_the_node_read_answers_for_a_node() -> None:
+    body = {"endpoints": [{"endpoint_id": 7, "ok": True, "data": [{"node": "pve1"}, {"node": "pve2"}]}]}
+    assert node_presence(body, 7, "pve2") == "present"
+    assert node_presence(body, 7, "pve3") == "absent"

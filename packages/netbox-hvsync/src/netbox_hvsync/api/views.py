@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
 from core.api.serializers import JobSerializer
 from core.models import Job
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
 from netbox.api.viewsets import NetBoxModelViewSet, NetBoxReadOnlyModelViewSet
+from rest_framework import serializers as drf_serializers
+from rest_framework.decorators import action
 from rest_framework.exceptions import MethodNotAllowed
+from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.routers import APIRootView
 
-from netbox_hvsync import filtersets, models
+from netbox_hvsync import deletions, filtersets, models
 from netbox_hvsync.filtersets import SyncJobFilterSet
 from netbox_hvsync.querysets import sync_jobs
+from netbox_hvsync.rules.deletions import APPROVE_PERMISSION
 from netbox_hvsync.rules.grants import touched_toggles
 
 from . import serializers
@@ -115,14 +123,67 @@ class ReplicationViewSet(NetBoxModelViewSet):
     filterset_class = filtersets.ReplicationFilterSet
 
 
+class CanDecide(BasePermission):
+    """The decision actions ask their own permission (`approve_deletionrequest`, in `deletions`); here only
+    a signed-in caller whose token, if any, may write."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False
+        token = request.auth
+        return getattr(token, "write_enabled", True) is not False
+
+
+class DecisionSerializer(drf_serializers.Serializer):
+    comment = drf_serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+
+
 class DeletionRequestViewSet(ReadOnlyFirst, NetBoxReadOnlyModelViewSet):
-    """Read-only: requests are made and decided in the UI (four eyes); writes answer 405."""
+    """Read-only records (SPEC 2.5); decisions are the actions `approve/` and `reject/` (issue 40):
+    403 without `approve_deletionrequest` or for the requester approving, 409 unless pending."""
 
     queryset = models.DeletionRequest.objects.select_related(
         "endpoint", "object_type", "requested_by", "decided_by", "job"
     )
     serializer_class = serializers.DeletionRequestSerializer
     filterset_class = filtersets.DeletionRequestFilterSet
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if request.method == "GET":
+            deletions.expire_stale()  # lazily: a pending request past its age is shown as expired
+
+    def _decide(self, request: Request, pk: Any, decide: Any) -> Response:
+        # NetBox restricts a POST's queryset to `add`: the decision asks its own permission instead
+        if not request.user.has_perm(APPROVE_PERMISSION):
+            return Response({"detail": f"deciding a deletion request needs {APPROVE_PERMISSION}"}, status=403)
+        if not isinstance(request.data, Mapping):
+            return Response({"detail": 'the body must be a JSON object, e.g. {"comment": "..."}'}, status=400)
+        body = DecisionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        visible = models.DeletionRequest.objects.restrict(request.user, "view")
+        row = get_object_or_404(visible, pk=pk)
+        try:
+            row = decide(row, user=request.user, comment=body.validated_data["comment"])
+        except deletions.DecisionRefused as refused:
+            code = {"forbidden": 403, "conflict": 409}.get(refused.kind, 400)
+            return Response({"detail": refused.message}, status=code)
+        row = visible.select_related("endpoint", "object_type", "requested_by", "decided_by", "job").get(
+            pk=row.pk
+        )
+        return Response(self.get_serializer(row).data)
+
+    @extend_schema(request=DecisionSerializer, responses={200: serializers.DeletionRequestSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[CanDecide])
+    def approve(self, request: Request, pk: Any = None) -> Response:
+        """Approve (four eyes) and apply at once: the answer is the request, `applied`, `failed` or `withdrawn`."""
+        return self._decide(request, pk, deletions.approve)
+
+    @extend_schema(request=DecisionSerializer, responses={200: serializers.DeletionRequestSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[CanDecide])
+    def reject(self, request: Request, pk: Any = None) -> Response:
+        """Reject: the object stays."""
+        return self._decide(request, pk, deletions.reject)
 
 
 class ApplyJobViewSet(ReadOnlyFirst, NetBoxReadOnlyModelViewSet):

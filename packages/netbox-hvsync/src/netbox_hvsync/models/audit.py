@@ -102,7 +102,9 @@ class DeletionRequest(NetBoxModel):
         """Backstop of the four-eyes rule (`rules.deletions.decision_refusal` decides it first)."""
         if not self.decided_by_id or self.decided_by_id != self.requested_by_id:
             return False
-        return not (self.decided_by.is_superuser and get_plugin_config("netbox_hvsync", "allow_self_approval"))
+        return not (
+            self.decided_by.is_superuser and get_plugin_config("netbox_hvsync", "allow_self_approval")
+        )
 
     def _refuse_edits_after_the_decision(self) -> None:
         if self.pk is None:

@@ -14,9 +14,10 @@ is decided once: what it asks for is fixed from then on (`edit_refusal`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 PENDING: Final = "pending"
 APPROVED: Final = "approved"
@@ -121,7 +122,9 @@ class ApplyVerdict:
     reason: str = ""
 
 
-def apply_verdict(stored_identity: str, current_identity: str | None, proxmox: RecheckAnswer | None) -> ApplyVerdict:
+def apply_verdict(
+    stored_identity: str, current_identity: str | None, proxmox: RecheckAnswer | None
+) -> ApplyVerdict:
     """What applying an approved request does, from the identity it names and a fresh Proxmox read.
 
     `current_identity` is the object's hvsync identity now (None: it has no sync-state record any more);
@@ -136,6 +139,45 @@ def apply_verdict(stored_identity: str, current_identity: str | None, proxmox: R
         if proxmox != "absent":
             return ApplyVerdict("fail", "Proxmox could not be read to confirm the object is still gone")
     return ApplyVerdict("delete")
+
+
+def _entry(body: object, backend_id: int) -> Mapping[str, Any] | None:
+    """The backend's answer for endpoint `backend_id` (`{"endpoints": [{endpoint_id, ok, data}]}`)."""
+    if not isinstance(body, Mapping) or not isinstance(body.get("endpoints"), list):
+        return None
+    for entry in body["endpoints"]:
+        if isinstance(entry, Mapping) and entry.get("endpoint_id") == backend_id:
+            return entry if entry.get("ok") is True else None
+    return None
+
+
+def guest_presence(body: object, backend_id: int, key: str | None = None) -> RecheckAnswer:
+    """From `GET /hv/guests/{vmid}`: is the guest (or, with `key`, its disk/NIC `key`) in Proxmox?
+
+    An IP address is re-checked by its guest (the guest agent's addresses are not read here): a guest that
+    still exists keeps it, so the request is withdrawn rather than an address of a living guest deleted."""
+    entry = _entry(body, backend_id)
+    data = entry.get("data") if entry is not None else None
+    if not isinstance(data, Mapping) or not isinstance(data.get("exists"), bool):
+        return "unknown"
+    if not data["exists"]:
+        return "absent"
+    if key is None:
+        return "present"
+    keys = data.get("config_keys")
+    if not isinstance(keys, list):
+        return "unknown"
+    return "present" if key in keys else "absent"
+
+
+def node_presence(body: object, backend_id: int, node: str) -> RecheckAnswer:
+    """From `GET /hv/nodes/`: is node `node` (or, for a node interface, its node) in Proxmox?"""
+    entry = _entry(body, backend_id)
+    data = entry.get("data") if entry is not None else None
+    if not isinstance(data, list):
+        return "unknown"
+    names = {row.get("node") for row in data if isinstance(row, Mapping)}
+    return "present" if node in names else "absent"
 
 
 #: What a deletion request asks for; editable only while it is pending (a decision is about these values).

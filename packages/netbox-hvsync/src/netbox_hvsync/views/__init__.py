@@ -6,7 +6,7 @@ Importing the package registers every model view (`register_model_view`), which 
 through NetBox's `get_model_urls`.
 """
 
-from .deletion import DeletionRequestDecideView
+from .deletion import DeletionRequestBulkDecideView, DeletionRequestDecideView
 from .objects import HomeView
 from .schedule import SyncScheduleView
 from .sync_run import SyncRunView
@@ -14,6 +14,7 @@ from .sync_run_list import SyncRunListView
 from .sync_state import SyncStateView
 
 __all__ = [
+    "DeletionRequestBulkDecideView",
     "DeletionRequestDecideView",
     "HomeView",
     "SyncRunListView",

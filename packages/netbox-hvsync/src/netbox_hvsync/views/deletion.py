@@ -1,46 +1,117 @@
-"""Approve or reject a deletion request from its page (four eyes; rules in rules.deletion).
+"""Approve or reject deletion requests from their page, or several at once from the list (issue 40).
 
-REST keeps deletion requests read-only (SPEC 4.4); deciding is a UI action under the model's change
-permission, restricted per object like every NetBox edit. The row is locked while it is decided, so two
-people clicking at once cannot both decide it.
+REST keeps deletion requests read-only (SPEC 4.4) with two actions; the UI decides through the same
+functions (`deletions.approve` / `deletions.reject`, rules in `rules.deletions`): a refusal for who you are
+(no `approve_deletionrequest`, or the requester approving) is a 403, a request that is no longer pending an
+error message. Approving applies at once, so the page shows the request `applied`, `failed` or `withdrawn`.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
-from django.shortcuts import get_object_or_404, redirect
-from django.utils import timezone
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.generic import View
+from netbox.object_actions import ObjectAction
 from utilities.views import ConditionalLoginRequiredMixin
 
+from netbox_hvsync import deletions
 from netbox_hvsync.models import DeletionRequest
-from netbox_hvsync.rules.deletions import APPROVED, Decider, decision_refusal
+from netbox_hvsync.rules.deletions import APPROVE_PERMISSION, APPROVED, REJECTED
 
-DECIDE_PERMISSION = "netbox_hvsync.change_deletionrequest"
+COMMENT_MAX = 2000
+DECIDE = {APPROVED: deletions.approve, REJECTED: deletions.reject}
+
+
+def _comment(request: HttpRequest) -> str:
+    return (request.POST.get("comment") or "").strip()[:COMMENT_MAX]
 
 
 class DeletionRequestDecideView(ConditionalLoginRequiredMixin, View):
+    """POST `comment` to `deletion-requests/<pk>/approve/` or `.../reject/`."""
+
     decision = ""
 
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
-        if not request.user.has_perm(DECIDE_PERMISSION):
-            return HttpResponseForbidden(f"deciding a deletion request needs {DECIDE_PERMISSION}")
-        allowed = DeletionRequest.objects.restrict(request.user, "change")
-        with transaction.atomic():
-            row = get_object_or_404(allowed.select_for_update(), pk=pk)
-            decider = Decider(request.user.pk, True, request.user.is_superuser)
-            refusal = decision_refusal(row.status, row.requested_by_id, decider, self.decision)
-            if refusal:
-                messages.error(request, f"Not {self.decision}: {refusal.message}")
-                return redirect(row.get_absolute_url())
-            row.snapshot()
-            row.status = self.decision
-            row.decided_at = timezone.now()
-            if self.decision == APPROVED:
-                row.decided_by = request.user
-            row.full_clean()
-            row.save()
-        messages.success(request, f"Deletion request {row.pk} {self.decision} by {request.user}")
+        if not request.user.has_perm(APPROVE_PERMISSION):
+            return HttpResponseForbidden(f"deciding a deletion request needs {APPROVE_PERMISSION}")
+        row = get_object_or_404(DeletionRequest.objects.restrict(request.user, "view"), pk=pk)
+        try:
+            row = DECIDE[self.decision](row, user=request.user, comment=_comment(request))
+        except deletions.DecisionRefused as refused:
+            if refused.kind == "forbidden":
+                return HttpResponseForbidden(refused.message)
+            messages.error(request, f"Not {self.decision}: {refused.message}")
+            return redirect(row.get_absolute_url())
+        level = messages.error if row.status == "failed" else messages.success
+        level(request, f"Deletion request {row.pk} {row.status}" + (f": {row.error}" if row.error else ""))
         return redirect(row.get_absolute_url())
+
+
+class DeletionRequestBulkDecideView(ConditionalLoginRequiredMixin, View):
+    """Bulk approve/reject as NetBox's bulk actions look: the list's selection, a confirmation page with a
+    comment, then each request decided on its own (one refused request does not stop the others)."""
+
+    decision = ""
+    template_name = "netbox_hvsync/deletionrequest_bulk_decide.html"
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        if not request.user.has_perm(APPROVE_PERMISSION):
+            return HttpResponseForbidden(f"deciding a deletion request needs {APPROVE_PERMISSION}")
+        pks = [int(pk) for pk in request.POST.getlist("pk") if str(pk).isdigit()]
+        rows = list(DeletionRequest.objects.restrict(request.user, "view").filter(pk__in=pks).order_by("pk"))
+        list_url = reverse("plugins:netbox_hvsync:deletionrequest_list")
+        if not rows:
+            messages.warning(request, "No deletion request selected.")
+            return redirect(list_url)
+        if "_confirm" not in request.POST:
+            return render(
+                request,
+                self.template_name,
+                {"decision": self.decision, "rows": rows, "return_url": list_url, "model": DeletionRequest},
+            )
+        outcome: dict[str, list[str]] = {}
+        refused: list[str] = []
+        for row in rows:
+            try:
+                done = DECIDE[self.decision](row, user=request.user, comment=_comment(request))
+            except deletions.DecisionRefused as exc:
+                refused.append(f"{row.pk} ({exc.message})")
+                continue
+            outcome.setdefault(done.status, []).append(str(done.pk))
+        for status, ids in sorted(outcome.items()):
+            messages.success(request, f"{len(ids)} deletion request(s) {status}: {', '.join(ids)}")
+        if refused:
+            messages.error(request, f"Not {self.decision}: {'; '.join(refused)}")
+        return redirect(list_url)
+
+
+class BulkDecide(ObjectAction):
+    """A list-view button (NetBox's bulk action style) that posts the selection to a bulk decision."""
+
+    multi = True
+    permissions_required = {"approve"}
+    template_name = "netbox_hvsync/buttons/bulk_decide.html"
+    css = ""
+    icon = ""
+
+    @classmethod
+    def get_context(cls, context: Any, obj: Any) -> dict[str, Any]:
+        return {"css": cls.css, "icon": cls.icon, "action_name": cls.name}
+
+
+class BulkApprove(BulkDecide):
+    name = "bulk_approve"
+    label = "Approve Selected"
+    css = "btn-green"
+    icon = "mdi-check-all"
+
+
+class BulkReject(BulkDecide):
+    name = "bulk_reject"
+    label = "Reject Selected"
+    css = "btn-orange"
+    icon = "mdi-close-box-multiple-outline"

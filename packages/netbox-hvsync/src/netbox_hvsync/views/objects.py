@@ -19,12 +19,14 @@ from netbox.object_actions import AddObject, BulkDelete, BulkEdit, BulkExport, D
 from netbox.views import generic
 from utilities.views import ConditionalLoginRequiredMixin, register_model_view
 
-from netbox_hvsync import filtersets, forms, models, tables
+from netbox_hvsync import deletions, filtersets, forms, models, tables
 from netbox_hvsync.backend.push import push_hv_by_pk
 from netbox_hvsync.querysets import sync_jobs
 from netbox_hvsync.rules.grants import touched_toggles
 from netbox_hvsync.wire import PLUGIN_RECORDS
 from netbox_hvsync.wire.numbers import decimal
+
+from .deletion import BulkApprove, BulkReject
 
 DETAIL_TEMPLATE = "netbox_hvsync/object_detail.html"
 #: Sync runs listed on the home page, newest first (each links to its sync-run page).
@@ -76,6 +78,8 @@ class ModelUI:
     bulk_edit_form: type | None = None
     extra_rows: dict[str, str] = field(default_factory=dict)  # label -> instance attribute (properties)
     edit_view_base: type = generic.ObjectEditView
+    list_actions: tuple[type, ...] = ()  # extra list-view bulk actions (deletion requests: approve/reject)
+    list_view_base: type = generic.ObjectListView
 
 
 def _detail_view(ui: ModelUI) -> type:
@@ -107,10 +111,11 @@ def register_ui(ui: ModelUI) -> None:
     list_actions: tuple[type, ...] = (BulkExport, BulkDelete)
     if ui.form:
         list_actions = (AddObject, BulkExport, *((BulkEdit,) if ui.bulk_edit_form else ()), BulkDelete)
+    list_actions = (*list_actions, *ui.list_actions)
     register_model_view(model, "list", path="", detail=False)(
         type(
             f"{name}ListView",
-            (generic.ObjectListView,),
+            (ui.list_view_base,),
             {
                 "queryset": model.objects.all(),
                 "table": ui.table,
@@ -164,6 +169,14 @@ class HvEndpointGuardedBulkEdit(generic.BulkEditView):
             for endpoint in granted.order_by("pk"):
                 endpoint.check_bulk_toggle(changed)  # the refusal is rules.grants'
         return super()._update_objects(form, request)
+
+
+class DeletionRequestListView(generic.ObjectListView):
+    """Lists deletion requests; pending ones past their age are marked expired first (lazily, issue 40)."""
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        deletions.expire_stale()
+        return super().get(request, *args, **kwargs)
 
 
 class DeletionRequestEditView(generic.ObjectEditView):
@@ -346,6 +359,8 @@ MODEL_UIS: tuple[ModelUI, ...] = (
         forms.DeletionRequestFilterForm,
         forms.DeletionRequestForm,
         edit_view_base=DeletionRequestEditView,
+        list_actions=(BulkApprove, BulkReject),
+        list_view_base=DeletionRequestListView,
     ),
     ModelUI(
         models.ApplyJob,
