@@ -47,12 +47,13 @@ def test_finished_run_renders_stage_rows_failed_objects_and_changelog_link(ui, f
     assert response.status_code == 200
     html = response.content.decode()
     # devices covered both endpoints: a row each, counts of the stream, each endpoint's own duration
+    # (gone, returned, deletion_requests: "—" for a summary recorded without them)
     assert cells(html, "devices") == [
-        ["pve-alpha", "devices", "ok", "—", "11", "2", "40", "0", "0", "2900"],
-        ["pve-beta", "devices", "ok", "—", "11", "2", "40", "0", "0", "2500"],
+        ["pve-alpha", "devices", "ok", "—", "11", "2", "40", "0", "0", "—", "—", "—", "2900"],
+        ["pve-beta", "devices", "ok", "—", "11", "2", "40", "0", "0", "—", "—", "—", "2500"],
     ]
     assert cells(html, "storage") == [
-        ["pve-beta", "storage", "failed (502)", "application", "0", "1", "9", "3", "1", "990"]
+        ["pve-beta", "storage", "failed (502)", "application", "0", "1", "9", "3", "1", "—", "—", "—", "990"]
     ]
     # timeline widths proportional to the stage durations (3000 : 1000)
     assert re.search(r'class="ok" style="width: 75.00%"[^>]*data-stage="devices"', html)
@@ -130,6 +131,9 @@ def test_running_partial_polls_and_shows_current_stage(ui, superuser):
         "unchanged 12",
         "deleted 0",
         "failed 0",
+        "gone 0",
+        "returned 0",
+        "deletion_requests 0",
     ]
     assert re.search(r'id="progress-frames">17<', html)
     # the full page embeds the same polling body

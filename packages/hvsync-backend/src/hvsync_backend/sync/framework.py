@@ -205,7 +205,9 @@ async def run_kind(kind: Kind, ctx: SyncContext, counts: Counts) -> Plan:
     if not kind.owns_objects:
         plan.create, plan.orphaned = [], []
     ids = ctx.ids.setdefault(kind.name, {})
-    ids.update({c.key: c.id for c in current.values() if c.key in desired})
+    # what vanished but stays in NetBox (marked gone) keeps its id: its backups and tasks still link to it
+    stays = {key for key in current if key not in desired} if gone.markable(kind) else set()
+    ids.update({c.key: c.id for c in current.values() if c.key in desired or c.key in stays})
     part = Counts(total=len(desired), unchanged=len(plan.unchanged))
     await ctx.step(
         "diff",

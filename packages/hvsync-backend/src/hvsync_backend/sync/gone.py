@@ -16,16 +16,17 @@ that endpoint's objects at once (a token whose scope shrank, a pool filter, an e
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from hvsync_backend.inventory.errors import NetBoxError
 from hvsync_backend.sync.plan import Current, Desired
+from hvsync_backend.sync.plugin_endpoints import plugin_endpoints
 from hvsync_backend.sync.reads import clusters
-from hvsync_backend.sync.run import GUARD_MIN_OBJECTS, Counts, SyncContext
-from hvsync_backend.sync.sidecars import SidecarSpec
+from hvsync_backend.sync.run import GUARD_MIN_OBJECTS, MANAGED_TAG, Counts, SyncContext
+from hvsync_backend.sync.sidecars import SidecarSpec, nested_id
 from hvsync_backend.wire import PLUGIN_RECORDS
-from hvsync_backend.wire.keys import SEPARATOR, format_key
+from hvsync_backend.wire.keys import SEPARATOR
 
 #: the `failure_kind` of a stage the guard stopped (the plugin's run page shows it with the message)
 MASS_VANISH = "mass_vanish"
@@ -213,35 +214,61 @@ async def guard_problem(
     await ctx.problem(problem, detail)
 
 
-#: the plugin cluster kind's name (stages/plugin_records.py): its record per endpoint carries the read stamp
-PLUGIN_CLUSTER = "plugin cluster"
+#: the plugin's cluster records (one per endpoint) carry the endpoint's last complete read
 PLUGIN_CLUSTER_PATH = PLUGIN_RECORDS["cluster"].path
+#: the read stamp is written at most this often per endpoint, so a no-change resync still writes nothing;
+#: `last_seen` is as precise as this
+READ_STAMP_INTERVAL = timedelta(hours=1)
 
 
 async def record_complete_reads(ctx: SyncContext) -> int:
-    """Stamp `last_complete_read` on the plugin cluster record of every endpoint this full run read
-    whole: one small write per endpoint per run, instead of rewriting every sidecar's `last_seen`. The
-    plugin answers a present object's `last_seen` with it. Returns how many endpoints were stamped."""
+    """Stamp `last_complete_read` on the plugin cluster record of every endpoint this full run read whole,
+    when the stamp there is older than READ_STAMP_INTERVAL: at most one small write per endpoint an hour,
+    instead of rewriting every sidecar's `last_seen`. The plugin answers a present object's `last_seen`
+    with it. Returns how many endpoints were stamped."""
     if ctx.options.dry_run or not full_scope(ctx) or ctx.reads.clusters is None:
         return 0
     silent = await silent_nodes(ctx)
-    cluster_ids = ctx.ids.get(PLUGIN_CLUSTER) or {}
-    stamp = now()
-    rows = []
-    for source in ctx.sources:
-        identity = source.identity
-        if identity in ctx.failed_endpoints or identity in ctx.gone_guarded:
-            continue
-        if silent.get(identity) or ctx.reads.skipped_guests.get(identity):
-            continue
-        record = cluster_ids.get(format_key("hv_cluster", endpoint=identity))
-        if record is not None:
-            rows.append({"id": record, "last_complete_read": stamp})
-    if not rows:
+    pks = await plugin_endpoints(ctx)
+    whole = {
+        pks[s.backend_id]
+        for s in ctx.sources
+        if s.backend_id in pks
+        and s.identity not in ctx.failed_endpoints
+        and s.identity not in ctx.gone_guarded
+        and not silent.get(s.identity)
+        and not ctx.reads.skipped_guests.get(s.identity)
+    }
+    if not whole:
         return 0
+    moment = datetime.now(UTC)
     try:
-        results = await ctx.netbox.bulk_update(PLUGIN_CLUSTER_PATH, rows)
+        rows = await ctx.netbox.list_all(
+            PLUGIN_CLUSTER_PATH,
+            {"tag": MANAGED_TAG},
+            fields=("id", "endpoint", "last_complete_read"),
+            flat=True,
+        )
+        due = [
+            {"id": int(row["id"]), "last_complete_read": moment.isoformat()}
+            for row in rows
+            if nested_id(row.get("endpoint")) in whole and stale_stamp(row.get("last_complete_read"), moment)
+        ]
+        results = await ctx.netbox.bulk_update(PLUGIN_CLUSTER_PATH, due) if due else []
     except NetBoxError as exc:  # bookkeeping: the run's objects are written; say so, do not fail it
         await ctx.problem(exc.as_problem("last complete read"), "last complete read not recorded")
         return 0
     return sum(1 for r in results if not isinstance(r, NetBoxError))
+
+
+def stale_stamp(value: Any, moment: datetime) -> bool:
+    """Whether a stored read stamp (ISO text, or none) is older than READ_STAMP_INTERVAL."""
+    try:
+        stamp = datetime.fromisoformat(str(value)) if value else None
+    except ValueError:
+        stamp = None
+    if stamp is None:
+        return True
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return moment - stamp >= READ_STAMP_INTERVAL

@@ -15,7 +15,7 @@ from virtualization.choices import VirtualMachineStatusChoices
 from virtualization.models import Cluster, VirtualMachine
 
 from netbox_hvsync import models
-from netbox_hvsync.choices import AccessMethodChoices
+from netbox_hvsync.choices import AccessMethodChoices, GonePolicyChoices
 from netbox_hvsync.wire import PLUGIN_RECORDS
 
 from .fields import optional_field, secret_field
@@ -89,6 +89,21 @@ class HvEndpointForm(SecretsFormMixin, NetBoxModelForm):
     )
     token_value = secret_field("Token secret")
     password = secret_field("Password")
+    gone_policy = forms.ChoiceField(
+        choices=GonePolicyChoices,
+        required=False,
+        initial=GonePolicyChoices.KEEP,
+        label="Gone policy",
+        help_text="What an object gone from Proxmox does to NetBox's own fields (default: keep, mark only)",
+    )
+    gone_guard_share = forms.FloatField(
+        required=False,
+        min_value=0.0,
+        max_value=1.0,
+        initial=0.30,
+        label="Gone guard share",
+        help_text="0-1: a run that would mark more than this share of the endpoint's objects gone marks none",
+    )
     gone_status = forms.ChoiceField(
         choices=add_blank_choice(VirtualMachineStatusChoices),
         required=False,
@@ -121,6 +136,13 @@ class HvEndpointForm(SecretsFormMixin, NetBoxModelForm):
         FieldSet("allow_template_builds", name="Grants"),
         FieldSet("tags", name="Tags"),
     )
+
+    def clean_gone_policy(self) -> str:
+        return self.cleaned_data.get("gone_policy") or GonePolicyChoices.KEEP
+
+    def clean_gone_guard_share(self) -> float:
+        share = self.cleaned_data.get("gone_guard_share")
+        return 0.30 if share is None else share
 
     class Meta:
         model = models.HvEndpoint

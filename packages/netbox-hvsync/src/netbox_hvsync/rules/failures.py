@@ -19,7 +19,10 @@ from .transport import JsonAnswer
 
 APPLICATION: Final = "application"
 TRANSPORT: Final = "transport"
-FAILURE_KINDS = (APPLICATION, TRANSPORT)
+#: the backend's mass-vanish guard stopped the stage (an application answer a person must look at: a
+#: run would have marked too many of an endpoint's objects gone from Proxmox at once; docs/sync.md)
+MASS_VANISH: Final = "mass_vanish"
+FAILURE_KINDS = (APPLICATION, TRANSPORT, MASS_VANISH)
 
 #: Statuses an unstamped payload falls back to as transport-level (SPEC 7.3).
 GATEWAY_STATUSES = frozenset({502, 503, 504})

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..wire.sse import SseEvent, iter_events
-from .failures import APPLICATION, TRANSPORT
+from .failures import APPLICATION, MASS_VANISH, TRANSPORT
 from .redaction import redact, redacted_detail, sweep_text
 from .transport import TransportError
 
@@ -112,6 +112,8 @@ def _decide_complete(event: SseEvent, outcome: StageOutcome, secrets: tuple[str,
     if payload["ok"]:
         outcome.ok = True
         return outcome
-    outcome.failure_kind = APPLICATION
+    error = payload.get("error")
+    guarded = isinstance(error, Mapping) and error.get("failure_kind") == MASS_VANISH
+    outcome.failure_kind = MASS_VANISH if guarded else APPLICATION
     outcome.error = _complete_error(payload, secrets)
     return outcome

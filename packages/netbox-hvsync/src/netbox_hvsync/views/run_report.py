@@ -18,9 +18,11 @@ from core.choices import JobStatusChoices
 from core.models import Job
 
 from netbox_hvsync.rules.redaction import redact
-from netbox_hvsync.wire import SUMMARY_COUNTS
+from netbox_hvsync.wire import GONE_COUNTS, SUMMARY_COUNTS
 
-COUNT_KEYS = SUMMARY_COUNTS
+#: a stage's counts as the run page shows them: what it wrote, then what it marked gone from Proxmox,
+#: saw come back, and the deletion requests its marks asked for
+COUNT_KEYS = (*SUMMARY_COUNTS, *GONE_COUNTS)
 ACTIVE_STATUSES = (
     JobStatusChoices.STATUS_PENDING,
     JobStatusChoices.STATUS_SCHEDULED,
