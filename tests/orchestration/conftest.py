@@ -60,6 +60,8 @@ STAGES = [
 STREAM_READ_TIMEOUT = float(os.environ.setdefault("HVSYNC_STREAM_READ_TIMEOUT", "45"))
 #: Planted secrets: they must never appear in job data, job logs or errors.
 BACKEND_KEY = "orchKEY-" + secrets.token_hex(24)
+#: The emulator's fault control API secret (test_fault_matrix.py switches faults with it).
+EMULATOR_CONTROL_SECRET = "orchFAULTS-" + secrets.token_hex(16)
 
 
 def free_port() -> int:
@@ -169,7 +171,8 @@ def netbox() -> Iterator[NetBox]:
 def emulator() -> Iterator[Any]:
     from pve_emulator.testing import running_emulator
 
-    with running_emulator("demo", tls=True) as emu:
+    # the control secret serves /_emulator/faults, so a test can make Proxmox misbehave mid-job
+    with running_emulator("demo", tls=True, control_secret=EMULATOR_CONTROL_SECRET) as emu:
         yield emu
 
 

@@ -5,7 +5,9 @@ streams chunk by chunk) unless a fault is set for the path. Faults are what a br
 server does: a status with a body, a redirect, a stream that ends without `complete`, an unparseable
 `complete`, a hang, a dropped connection, a request that reached the server whose answer was lost, or a
 slow link (every chunk of the answer delayed). Every request is recorded, so
-tests can assert which calls the plugin made (and with which headers).
+tests can assert which calls the plugin made (and with which headers). `before` runs a test's callback
+once, ahead of the first request under a path, before it is forwarded: a test can change the world (an
+emulator fault) at an exact point of a sync job, such as the start of its second stage.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -53,6 +56,8 @@ class FaultProxy:
     server: ThreadingHTTPServer | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     down: bool = False
+    #: path prefix -> callback run once before the first request under it is handled (`before`)
+    hooks: dict[str, Callable[[Hit], None]] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -64,8 +69,13 @@ class FaultProxy:
 
     def clear(self) -> None:
         self.faults.clear()
+        self.hooks.clear()
         self.down = False
         self.hits.clear()
+
+    def before(self, path_prefix: str, callback: Callable[[Hit], None]) -> None:
+        """Run `callback` once, before the first request under `path_prefix` is forwarded or faulted."""
+        self.hooks[path_prefix] = callback
 
     def set_for_host(self, host: str, path_prefix: str, fault: Fault) -> None:
         """A fault seen only through one address of the proxy (`localhost` versus `127.0.0.1`)."""
@@ -106,7 +116,13 @@ class FaultProxy:
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                proxy.hits.append(Hit(self.command, self.path, dict(self.headers), body))
+                hit = Hit(self.command, self.path, dict(self.headers), body)
+                proxy.hits.append(hit)
+                with proxy.lock:
+                    prefix = next((p for p in proxy.hooks if self.path.split("?", 1)[0].startswith(p)), None)
+                    hook = proxy.hooks.pop(prefix) if prefix is not None else None
+                if hook is not None:
+                    hook(hit)
                 with proxy.lock:  # `after` and `times` count across concurrent requests
                     fault = (
                         Fault("drop")
