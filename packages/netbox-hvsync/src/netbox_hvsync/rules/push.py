@@ -218,9 +218,28 @@ def push_inventory_endpoint(
             listing.status,
             failure_kind=APPLICATION,
         )
-    path = f"{INVENTORY_PATH}/{row_id}"
+    return _put_inventory_row(transport, ctx, row_id, body, timeout=timeout, secrets=secrets)
+
+
+def _put_inventory_row(
+    transport: Transport,
+    ctx: BackendContext,
+    row_id: int,
+    body: Mapping[str, Any],
+    *,
+    timeout: float,
+    secrets: Sequence[str],
+) -> PushResult:
+    """`PUT /inventory/endpoint/{id}`: the one write both the push and the disable make to the singleton."""
     answer, failed = _write(
-        transport, ctx, "PUT", path, body, timeout=timeout, secrets=secrets, expect=(200,)
+        transport,
+        ctx,
+        "PUT",
+        f"{INVENTORY_PATH}/{row_id}",
+        body,
+        timeout=timeout,
+        secrets=secrets,
+        expect=(200,),
     )
     if failed:
         return failed
@@ -348,14 +367,7 @@ def disable_inventory_row(
         return PushResult(
             False, "GET /inventory/endpoint: row has no usable id", None, failure_kind=APPLICATION
         )
-    path = f"{INVENTORY_PATH}/{row_id}"
-    answer, failed = _write(
-        transport, ctx, "PUT", path, {"enabled": False}, timeout=timeout, secrets=secrets, expect=(200,)
-    )
-    if failed:
-        return failed
-    assert answer is not None
-    return PushResult(True, "", answer.status, backend_id=row_id)
+    return _put_inventory_row(transport, ctx, row_id, {"enabled": False}, timeout=timeout, secrets=secrets)
 
 
 def retire_hv_rows(
