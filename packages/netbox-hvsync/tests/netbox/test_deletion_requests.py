@@ -423,3 +423,25 @@ def test_ui_four_eyes_buttons_bulk_decisions_menu_badge_and_the_object_link(gone
     }  # the approver's own request is refused
     assert "four eyes" in result
     assert not hv["vm2"].__class__.objects.filter(pk=hv["vm2"].pk).exists()
+
+
+def test_graphql_shows_the_lifecycle_fields(gone_vm, people, guests):
+    from netbox_hvsync import deletions
+
+    row = _raise(gone_vm, people["requester"])
+    deletions.approve(row, user=people["approver"], comment="gql")
+    query = (
+        '{ hvsync_deletion_request_list(filters: {status: {exact: "applied"}}) '
+        "{ id status identity run_id comment error applied_at deleted_data decided_by { username } "
+        "requested_by { username } } }"
+    )
+    admin = _user("gql-admin", superuser=True)  # nested users need users.view_user
+    answer = token_client(admin).post("/graphql/", {"query": query}, format="json")
+    assert answer.status_code == 200, answer.content
+    [found] = answer.json()["data"]["hvsync_deletion_request_list"]
+    assert found["id"] == str(row.pk) and found["status"] == "applied" and found["run_id"] == "run-40"
+    assert found["identity"].endswith(f"qemu/{VMID}") and found["comment"] == "gql" and found["applied_at"]
+    assert found["decided_by"] == {"username": "second-eyes"} and found["requested_by"] == {
+        "username": "sync-runner"
+    }
+    assert found["deleted_data"]["object"]["display"] == "web-1"
