@@ -249,13 +249,18 @@ def test_migrated_vm_updates_its_sidecar_once(demo: tuple[Any, Backend], netbox:
     )
 
 
-def test_deleted_vm_takes_its_sidecars_along(demo: tuple[Any, Backend], netbox: NetBox) -> None:
+def test_deleted_vm_is_marked_gone_not_deleted(demo: tuple[Any, Backend], netbox: NetBox) -> None:
+    """delete_stale no longer deletes (issue 40): the VM's sidecar is marked gone and asks the plugin for
+    a deletion request, which a second person approves (or the endpoint's unattended mode applies)."""
     emu, backend = demo
     del emu.state.guests[104]
     done = backend.complete("/virtualization/virtual-machines/create/stream", delete_stale="true")
-    assert done["ok"] is True and done["summary"]["deleted"] == 1, done
-    for path in ("synced-virtual-machines", "synced-virtual-disks", "synced-interfaces"):
-        assert sidecars(netbox, path, vmid=104) == [], path
+    assert done["ok"] is True, done
+    summary = done["summary"]
+    assert (summary["deleted"], summary["gone"], summary["deletion_requests"]) == (0, 1, 1), done
+    [state] = sidecars(netbox, "synced-virtual-machines", vmid=104)
+    assert state["gone_since"] and state["gone_request"] is True
+    assert managed(netbox, "virtualization/virtual-machines", id=state["virtual_machine"]["id"])
 
 
 def test_two_endpoints_with_overlapping_vmids_keep_separate_sidecars(
