@@ -75,8 +75,8 @@ FILES: dict[str, tuple[str, list[type[BaseModel]], dict[str, Any]]] = {
         {},
     ),
     "backend-hv-reads.schema.json": (
-        "hvsync backend: GET /hv/cluster/status, /hv/nodes/, /hv/cluster/firewall, /hv/cluster/options and "
-        "/hv/templates answers (200 and 502)",
+        "hvsync backend: GET /hv/cluster/status, /hv/nodes/, /hv/cluster/firewall, /hv/cluster/options, "
+        "/hv/templates and /hv/guests/{vmid} answers (200 and 502)",
         [EndpointResultsOut, AllFailedOut],
         {},
     ),
