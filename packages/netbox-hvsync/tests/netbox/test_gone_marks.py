@@ -163,3 +163,34 @@ def test_delete_stale_asks_for_a_request_under_the_keep_policy(api, hv, netbox_o
     patch(api, f"{VM_STATES}{state.pk}/", {"gone_since": "2026-11-21T10:00:00Z", "gone_request": True})
     [request] = DeletionRequest.objects.all()
     assert request.object_id == netbox_objects["vm2"].pk and request.status == "pending"
+
+
+def test_graphql_answers_the_gone_fields_and_filters_by_them(api, hv, netbox_objects):
+    import json
+
+    present = sidecar(hv, netbox_objects["vm1"], 100)
+    gone = sidecar(hv, netbox_objects["vm2"], 101)
+    patch(api, f"{VM_STATES}{gone.pk}/", {"gone_since": "2026-11-21T10:00:00Z"})
+
+    def data(query: str) -> dict:
+        answer = api.post("/graphql/", {"query": query}, format="json")
+        body = json.loads(answer.content)
+        assert answer.status_code == 200 and "errors" not in body, body
+        return body["data"]
+
+    rows = data(
+        "{ hvsync_synced_virtual_machine_list { id vmid gone_since gone_request gone_prior_status } }"
+    )
+    by_id = {int(r["id"]): r for r in rows["hvsync_synced_virtual_machine_list"]}
+    assert by_id[present.pk]["gone_since"] is None and by_id[gone.pk]["gone_since"].startswith("2026-11-21")
+    marked = data("{ hvsync_synced_virtual_machine_list(filters: {gone_since: {is_null: false}}) { id } }")
+    assert [int(r["id"]) for r in marked["hvsync_synced_virtual_machine_list"]] == [gone.pk]
+    fields = "gone_policy gone_status gone_guard_share auto_approve_deletions"
+    query = f"{{ hvsync_hv_endpoint(id: {hv['endpoint'].pk}) {{ {fields} }} }}"
+    endpoint = data(query)["hvsync_hv_endpoint"]
+    assert endpoint == {
+        "gone_policy": "keep",
+        "gone_status": "",
+        "gone_guard_share": 0.3,
+        "auto_approve_deletions": False,
+    }
