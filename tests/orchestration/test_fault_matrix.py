@@ -182,7 +182,7 @@ def test_node_offline_mid_full_sync_leaves_its_guests_alone(
     pve.api("PUT", f"/nodes/{OFFLINE}/qemu/101/config", memory=memory[101])
     before = vms(netbox)
     on_pve2 = {vmid for vmid, row in synced_vms(netbox).items() if row["node_name"] == OFFLINE}
-    assert len(on_pve2) == 10
+    assert on_pve2 and on_pve2 == {vmid for vmid, g in pve.handle.state.guests.items() if g.node == OFFLINE}
 
     faults.before(ROUTES["storage"], lambda _hit: pve.faults(node_offline=[OFFLINE]))
     job = netbox.run_sync()
