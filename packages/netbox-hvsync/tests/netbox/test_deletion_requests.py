@@ -161,6 +161,11 @@ def test_requester_and_users_without_the_permission_get_403_over_rest(gone_vm, p
         f"{API}deletion-requests/{row.pk}/approve/", {"comment": ["x"]}, format="json"
     )
     assert bad.status_code == 400 and "comment" in bad.json()
+    for odd in ("null,null", "99999999999999999999", str(row.pk + 1000)):  # found by the REST fuzz run
+        missing = token_client(people["approver"]).post(
+            f"{API}deletion-requests/{odd}/approve/", {}, format="json"
+        )
+        assert missing.status_code == 404, odd
     row.refresh_from_db()
     assert row.status == "pending" and row.decided_by is None
     assert gone_vm["vm"].__class__.objects.filter(pk=gone_vm["vm"].pk).exists()

@@ -35,6 +35,7 @@ OWN_INPUT = {
     r"^/api/plugins/hvsync/(backend|inventory|hv)-endpoints/\{id\}/$": {"patch", "delete"},
     r"^/api/plugins/hvsync/(sync/schedule|jobs/\{id\}/cancel)/$": {"post"},
     r"^/api/plugins/hvsync/(sync-jobs|apply-jobs)/$": {"get"},
+    r"^/api/plugins/hvsync/deletion-requests/\{id\}/(approve|reject)/$": {"post"},
 }
 #: Examples per operation in the fuzzing phase (HVSYNC_FUZZ_EXAMPLES raises it for a longer local run).
 EXAMPLES = int(os.environ.get("HVSYNC_FUZZ_EXAMPLES", "6"))

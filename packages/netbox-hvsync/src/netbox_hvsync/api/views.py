@@ -24,6 +24,7 @@ from netbox_hvsync.filtersets import SyncJobFilterSet
 from netbox_hvsync.querysets import sync_jobs
 from netbox_hvsync.rules.deletions import APPROVE_PERMISSION
 from netbox_hvsync.rules.grants import touched_toggles
+from netbox_hvsync.wire.numbers import decimal
 
 from . import serializers
 
@@ -162,7 +163,9 @@ class DeletionRequestViewSet(ReadOnlyFirst, NetBoxReadOnlyModelViewSet):
         body = DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         visible = models.DeletionRequest.objects.restrict(request.user, "view")
-        row = get_object_or_404(visible, pk=pk)
+        if decimal(str(pk), low=1, high=2**63 - 1) is None:
+            return Response({"detail": "No DeletionRequest matches the given query."}, status=404)
+        row = get_object_or_404(visible, pk=int(str(pk)))
         try:
             row = decide(row, user=request.user, comment=body.validated_data["comment"])
         except deletions.DecisionRefused as refused:

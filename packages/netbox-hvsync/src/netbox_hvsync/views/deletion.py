@@ -21,6 +21,7 @@ from utilities.views import ConditionalLoginRequiredMixin
 from netbox_hvsync import deletions
 from netbox_hvsync.models import DeletionRequest
 from netbox_hvsync.rules.deletions import APPROVE_PERMISSION, APPROVED, REJECTED
+from netbox_hvsync.wire.numbers import decimal
 
 COMMENT_MAX = 2000
 DECIDE = {APPROVED: deletions.approve, REJECTED: deletions.reject}
@@ -61,7 +62,8 @@ class DeletionRequestBulkDecideView(ConditionalLoginRequiredMixin, View):
     def post(self, request: HttpRequest) -> HttpResponse:
         if not request.user.has_perm(APPROVE_PERMISSION):
             return HttpResponseForbidden(f"deciding a deletion request needs {APPROVE_PERMISSION}")
-        pks = [int(pk) for pk in request.POST.getlist("pk") if str(pk).isdigit()]
+        numbers = (decimal(pk, low=1, high=2**63 - 1) for pk in request.POST.getlist("pk")[:1000])
+        pks = [pk for pk in numbers if pk is not None]
         rows = list(DeletionRequest.objects.restrict(request.user, "view").filter(pk__in=pks).order_by("pk"))
         list_url = reverse("plugins:netbox_hvsync:deletionrequest_list")
         if not rows:
