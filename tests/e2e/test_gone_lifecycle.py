@@ -38,6 +38,23 @@ def cluster(netbox: NetBox, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             yield emu, backend
         finally:
             backend.client.__exit__(None, None, None)
+            forget(netbox)
+
+
+def forget(netbox: NetBox) -> None:
+    """Delete what this module synced (the suite's other modules count every managed object), then the
+    plugin endpoint with its plugin records and sync-state records."""
+    prefix = f"inv{ENDPOINT['pk']}|"
+    with netbox.client() as c:
+        for path in ("virtualization/virtual-machines", "dcim/devices", "virtualization/clusters"):
+            rows = [
+                {"id": r["id"]}
+                for r in netbox.all(path, tag="hvsync")
+                if str((r.get("custom_fields") or {}).get("hvsync_key") or "").startswith(prefix)
+            ]
+            if rows:
+                assert c.request("DELETE", f"{path}/", json=rows).status_code == 204, path
+        assert c.delete(f"plugins/hvsync/hv-endpoints/{ENDPOINT['pk']}/").status_code == 204
 
 
 def states(netbox: NetBox, path: str = "synced-virtual-machines", **params: Any) -> dict[int, dict[str, Any]]:

@@ -394,7 +394,14 @@ def test_proxmox_changes_produce_exactly_the_expected_writes(
     before = changelog_count(netbox)
     done = backend.complete(FULL, delete_stale="true")
     stages = {s["stage"]: s["summary"] for s in done["stages"]}
-    assert (stages["virtual-machines"]["updated"], stages["virtual-machines"]["deleted"]) == (1, 1)
+    # VM 111 is marked gone, not deleted (issue 40: delete_stale asks the plugin for a deletion request)
+    vm_stage = stages["virtual-machines"]
+    assert (vm_stage["updated"], vm_stage["deleted"], vm_stage["gone"], vm_stage["deletion_requests"]) == (
+        1,
+        0,
+        1,
+        1,
+    )
     assert stages["virtual-machines"]["created"] == 0
     assert (stages["vm-disks"]["updated"], stages["vm-disks"]["created"], stages["vm-disks"]["deleted"]) == (
         1,
@@ -408,17 +415,29 @@ def test_proxmox_changes_produce_exactly_the_expected_writes(
         for s in ("devices", "storage", "network-interfaces", "sdn", "vm-backups", "vm-snapshots")
     )
     assert (stages["task-history"]["created"], stages["task-history"]["updated"]) == (len(new_tasks), 0)
-    assert (stages["backup-routines"]["updated"], stages["backup-routines"]["deleted"]) == (1, 0)
+    assert (stages["backup-routines"]["gone"], stages["backup-routines"]["deleted"]) == (1, 0)
+    assert stages["vm-disks"]["gone"] >= 1 and stages["vm-interfaces"]["gone"] >= 1
     assert stages["replications"]["updated"] == 0
-    # one request per write (rename, delete, resize, NIC, IP move, new tasks in one list, stale routine),
-    # plus the new NIC's sync-state sidecar and the moved IP's sidecar (its vmid and interface changed)
-    assert done["requests"]["netbox_writes"] == 9
+    # one request per write (rename, resize, NIC, IP move, new tasks in one list, the routine's gone mark),
+    # plus the new NIC's sync-state sidecar and the moved IP's sidecar (its vmid and interface changed),
+    # plus the gone marks of VM 111's sidecars, one request per kind: the VM, its disk, its NIC, its addresses
+    gone = {s: summary["gone"] for s, summary in stages.items() if summary.get("gone")}
+    assert done["requests"]["netbox_writes"] == 12, (done["requests"], gone)
+    assert gone == {
+        "virtual-machines": 1,
+        "vm-disks": 1,
+        "vm-interfaces": 1,
+        "ip-addresses": 2,
+        "backup-routines": 1,
+    }
     [weekly] = netbox.all("plugins/hvsync/backup-routines", job_id="backup-weekly-all")
     assert weekly["status"]["value"] == "stale"
 
     renamed = netbox.all("virtualization/virtual-machines", cf_hvsync_key=f"{identity()}|vm|100")
     assert [v["name"] for v in renamed] == ["web-01-renamed"]
-    assert netbox.all("virtualization/virtual-machines", id=vm111["id"]) == []
+    [kept] = netbox.all("virtualization/virtual-machines", id=vm111["id"])
+    [state111] = netbox.all("plugins/hvsync/synced-virtual-machines", virtual_machine_id=kept["id"])
+    assert state111["gone_since"] and state111["gone_request"] is True
     [disk] = netbox.all("virtualization/virtual-disks", cf_hvsync_key=f"{identity()}|vm|105|disk|scsi0")
     assert disk["size"] == 48 * 1024
     [nic] = netbox.all("virtualization/interfaces", cf_hvsync_key=f"{identity()}|vm|103|nic|net2")
@@ -465,10 +484,16 @@ def test_disks_added_resized_and_removed_in_one_run_keep_the_vms_disk_total(
     pve(emu, "PUT", config, {"delete": "scsi2"})
     done = backend.complete(FULL, delete_stale="true")
     [disks_stage] = [s["summary"] for s in done["stages"] if s["stage"] == "vm-disks"]
-    assert (disks_stage["created"], disks_stage["updated"], disks_stage["deleted"]) == (1, 1, 1)
+    # scsi2 is marked gone, not deleted (issue 40)
+    assert (disks_stage["created"], disks_stage["updated"], disks_stage["deleted"], disks_stage["gone"]) == (
+        1,
+        1,
+        0,
+        1,
+    )
     assert disks_stage["failed"] == 0
     vm, disks = vm_and_disks()
-    assert disks == {"scsi0": 48 * 1024, "scsi1": 20 * 1024, "scsi3": 4 * 1024}
+    assert disks == {"scsi0": 48 * 1024, "scsi1": 20 * 1024, "scsi2": 8 * 1024, "scsi3": 4 * 1024}
     assert vm["disk"] == sum(disks.values())
     # NetBox still takes the VM's next change (it refuses every save of a VM whose total is wrong)
     pve(emu, "PUT", config, {"memory": "3072"})
