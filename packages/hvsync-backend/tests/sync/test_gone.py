@@ -258,3 +258,24 @@ async def test_the_read_stamp_is_written_at_most_once_an_hour_and_only_for_a_who
     ctx = new_run(emu, netbox)
     await run_stages(ctx, stages)
     assert await record_complete_reads(ctx) == 1 and row["last_complete_read"] > first
+
+
+async def test_gone_and_returned_are_counted_in_the_metrics_per_kind(pve_emulator_factory):
+    from hvsync_backend.metrics import Metrics
+
+    emu, netbox = pve_emulator_factory(scenario="large", vms=5), store()
+    await run_stages(new_run(emu, netbox), ["devices", "virtual-machines"])
+    removed = emu.state.guests.pop(sorted(emu.state.guests)[0])
+    emu.state.bump()
+    metrics = Metrics()
+    ctx = new_run(emu, netbox)
+    ctx.metrics = metrics
+    await run_stages(ctx, ["devices", "virtual-machines"])
+    emu.state.guests[removed.vmid] = removed
+    emu.state.bump()
+    ctx = new_run(emu, netbox)
+    ctx.metrics = metrics
+    await run_stages(ctx, ["devices", "virtual-machines"])
+    text = metrics.render()[0].decode()
+    assert 'hvsync_netbox_objects_total{kind="virtual machine",verb="gone"} 1.0' in text
+    assert 'hvsync_netbox_objects_total{kind="virtual machine",verb="returned"} 1.0' in text
