@@ -219,7 +219,8 @@ def test_a_second_person_approves_and_the_vm_goes_with_everything_that_belongs_t
     assert deletions_of(VMInterface, [n.pk for n in gone_vm["nics"]]) == {n.pk for n in gone_vm["nics"]}
     assert deletions_of(IPAddress, [i.pk for i in gone_vm["ips"]]) == {i.pk for i in gone_vm["ips"]}
     assert deletions_of(VirtualDisk, [gone_vm["disk"].pk]) == {gone_vm["disk"].pk}
-    assert len(deletions_of(models.SyncedVirtualMachine, list(range(1, 10**6)))) == 1
+    sidecar_ids = [i["id"] for i in cascaded["netbox_hvsync.syncedvirtualmachine"]]
+    assert deletions_of(models.SyncedVirtualMachine, sidecar_ids) == set(sidecar_ids)
     [vm_delete] = ObjectChange.objects.filter(changed_object_id=vm.pk, action="delete").filter(
         changed_object_type=ContentType.objects.get_for_model(VirtualMachine)
     )
