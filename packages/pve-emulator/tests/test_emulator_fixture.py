@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 import ssl
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import httpx
 import pytest
@@ -118,3 +124,67 @@ def test_a_dropped_connection_over_tls_gets_no_answer(pve_fresh: EmulatorHandle)
             client.get("/version")
         pve_fresh.set_faults(drop_rate=0)
         assert client.get("/version").status_code == 200
+
+
+XDIST_TESTS = """
+    import json, os, ssl
+    from pathlib import Path
+
+    import httpx
+    import pytest
+
+    def check(pve, name, pve2_status):
+        # a real verifying client: the emulator's own CA, hostname checked, no environment bundles
+        context = ssl.create_default_context(cafile=pve.tls_verify)
+        headers = {"Authorization": f"PVEAPIToken={pve.token_id}={pve.token_secret}"}
+        with httpx.Client(base_url=pve.api_url, verify=context, trust_env=False, timeout=10, headers=headers) as c:
+            status = {n["node"]: n["status"] for n in c.get("/nodes").json()["data"]}
+        assert status == {"pve1": "online", "pve2": pve2_status, "pve3": "online"}
+        record = {"worker": os.environ["PYTEST_XDIST_WORKER"], "port": pve.port, "pve2": status["pve2"]}
+        (Path(os.environ["SEEN_DIR"]) / name).write_text(json.dumps(record))
+
+    @pytest.mark.pve_faults(node_offline=["pve2"])
+    @pytest.mark.parametrize("n", [1, 2])
+    def test_offline(pve_fresh, n):
+        check(pve_fresh, f"offline{n}", "offline")
+
+    @pytest.mark.parametrize("n", [1, 2])
+    def test_healthy(pve_fresh, n):
+        check(pve_fresh, f"healthy{n}", "online")
+"""
+
+
+def test_pve_fresh_works_under_xdist_with_two_workers(tmp_path: Path) -> None:
+    """``pytest -n 2`` in a subprocess: four ``pve_fresh`` tests (two with a marker's fault) spread over
+    both workers, each on an emulator of its own (four ports), verified over TLS with its CA."""
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent(XDIST_TESTS))
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        # no CA bundle may vouch for the emulator, and an outer xdist/pytest run must not leak in
+        if name not in {"REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "PYTEST_ADDOPTS"}
+        and not name.startswith("PYTEST_XDIST")
+        and name != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
+    }
+    env["SEEN_DIR"] = str(seen)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-p", "no:asyncio", "-q"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 passed" in result.stdout, result.stdout
+    records = {path.name: json.loads(path.read_text()) for path in seen.iterdir()}
+    assert {name: r["pve2"] for name, r in records.items()} == {
+        "offline1": "offline",
+        "offline2": "offline",
+        "healthy1": "online",
+        "healthy2": "online",
+    }
+    assert {r["worker"] for r in records.values()} == {"gw0", "gw1"}
+    assert len({r["port"] for r in records.values()}) == 4
