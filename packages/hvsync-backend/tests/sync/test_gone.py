@@ -148,6 +148,34 @@ async def test_task_rows_of_a_node_that_did_not_answer_outlive_the_retention(pve
     assert on_pve2 <= {r["upid"] for r in netbox.rows["plugins/hvsync/task-history"].values()}
 
 
+async def test_a_node_that_stops_answering_during_the_run_is_left_out_not_the_endpoint(pve_emulator_factory):
+    """pve2 answered the run's cluster status, then went away (595 on its own routes): the node-level
+    stages leave pve2 out and report it once, the endpoint's other nodes sync, and nothing of pve2 is
+    deleted or marked gone (the whole endpoint failed these stages: found by the fault matrix)."""
+    emu, netbox = pve_emulator_factory(), store()
+    stages = ["devices", "storage", "task-history", "network-interfaces"]
+    await run_stages(new_run(emu, netbox), stages)
+    tasks = "plugins/hvsync/task-history"
+    pve2_tasks = {r["upid"] for r in netbox.rows[tasks].values() if r["upid"].startswith("UPID:pve2:")}
+    assert pve2_tasks
+    new_on_pve1 = emu.state.add_task("pve1", "qmstart", "100", "root@pam", duration=0).upid
+    since = len(netbox.writes)
+
+    ctx = new_run(emu, netbox)
+    await run_stages(ctx, ["devices", "storage"])  # the cluster status read: pve2 online
+    emu.set_faults(node_offline=["pve2"], connect_delay=0)
+    results = await run_stages(ctx, ["task-history", "network-interfaces"])
+
+    assert ctx.failed_endpoints == set()
+    left_out = [p for p in ctx.problems if p.get("object") == "node pve2"]
+    assert len(left_out) == 1 and left_out[0]["status"] == 595, ctx.problems
+    assert total(results, "deleted") == 0 and total(results, "gone") == 0
+    upids = {r["upid"] for r in netbox.rows[tasks].values()}
+    assert pve2_tasks <= upids and new_on_pve1 in upids  # pve1 synced; pve2's rows kept
+    assert not [w for w in netbox.writes[since:] if w[0] == "delete"]
+    assert marks(netbox, since) == []
+
+
 async def test_filtered_guests_and_selected_runs_mark_nothing(pve_emulator_factory):
     emu, netbox = pve_emulator_factory(), store()
     await run_stages(new_run(emu, netbox), GUEST_STAGES)

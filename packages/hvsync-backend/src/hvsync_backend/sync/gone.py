@@ -64,13 +64,17 @@ def full_scope(ctx: SyncContext) -> bool:
 
 
 async def silent_nodes(ctx: SyncContext) -> dict[str, set[str]]:
-    """Source identity -> nodes Proxmox lists as not answering (offline) in this run."""
+    """Source identity -> nodes that did not answer in this run: listed offline by Proxmox, or stopped
+    answering a node read since (595, `ProxmoxReader.silent_nodes`)."""
     infos = await clusters(ctx)
-    return {
-        s.identity: {n.name for n in infos[s.backend_id].nodes if not n.online}
-        for s in ctx.sources
-        if s.backend_id in infos
-    }
+    out: dict[str, set[str]] = {}
+    for s in ctx.sources:
+        offline = (
+            {n.name for n in infos[s.backend_id].nodes if not n.online} if s.backend_id in infos else set()
+        )
+        reader = ctx.readers.get(s.backend_id)
+        out[s.identity] = offline | (set(reader.silent_nodes) if reader else set())
+    return out
 
 
 def node_of(key: str) -> str | None:

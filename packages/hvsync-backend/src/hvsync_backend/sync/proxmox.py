@@ -101,6 +101,9 @@ class Guest:
 #: guest list and its config read (Proxmox answers 500 "does not exist"), or its node stopped answering
 #: (595). The guest is left out of the run; anything else (no answer, 401, 403) fails the endpoint.
 GUEST_UNREADABLE = frozenset({404, 500, 595})
+#: pveproxy's answer when it cannot reach the node a route names (the node went away after the run read
+#: the cluster's status): that node is silent for the rest of the run, its reads left out.
+NODE_UNREACHABLE = 595
 
 
 class ProxmoxReader:
@@ -112,6 +115,10 @@ class ProxmoxReader:
         self._cache: dict[str, asyncio.Task[Any]] = {}
         #: VMID -> why its config could not be read (GUEST_UNREADABLE); such guests are left out
         self.unreadable: dict[int, ProxmoxReadError] = {}
+        #: nodes listed online that stopped answering during the run (NODE_UNREACHABLE), and why
+        self.silent_nodes: dict[str, ProxmoxReadError] = {}
+        #: those of them the run has reported (`reads.report_silent_nodes`: once each)
+        self.reported_nodes: set[str] = set()
 
     def carry_over(self, source: HvSource) -> None:
         """Serve a next run of the same job over `source` (sync/job_reads.py): keep the answers, forget the
@@ -123,6 +130,8 @@ class ProxmoxReader:
             if task.done() and not task.cancelled() and task.exception() is None
         }
         self.unreadable = {}
+        self.silent_nodes = {}
+        self.reported_nodes = set()
 
     async def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         key = path + "?" + "&".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
@@ -138,6 +147,18 @@ class ProxmoxReader:
                 return await self.source.client.get(path, params)
             except Exception as exc:
                 raise ProxmoxReadError(self.source, path, exc) from None
+
+    async def node_get(self, node: str, path: str, params: dict[str, Any] | None = None) -> Any | None:
+        """A read of one node's own list (its tasks, its network): None when the node stopped answering
+        (595), which leaves that node out of the run as if it had been offline from the start, instead of
+        failing the whole endpoint; any other failure raises."""
+        try:
+            return await self.get(path, params)
+        except ProxmoxReadError as exc:
+            if exc.status != NODE_UNREACHABLE:
+                raise
+            self.silent_nodes[node] = exc
+            return None
 
     async def optional(self, path: str, params: dict[str, Any] | None = None) -> Any:
         """A read whose failure only means 'not available' (guest agent not running, feature off)."""

@@ -24,6 +24,20 @@ async def clusters(ctx: SyncContext) -> dict[int, ClusterInfo]:
     return ctx.reads.clusters
 
 
+async def report_silent_nodes(ctx: SyncContext, source: HvSource, reader: ProxmoxReader) -> None:
+    """Nodes that stopped answering a node read during the run (`ProxmoxReader.node_get`) are left out
+    of it; the run says which, once each."""
+    for node, error in sorted(reader.silent_nodes.items()):
+        if node in reader.reported_nodes:
+            continue
+        reader.reported_nodes.add(node)
+        await ctx.problem(
+            {**error.as_problem(), "object": f"node {node}"},
+            f"node {node} of Proxmox endpoint {source.backend_id} stopped answering ({error.status}): "
+            "left out of this run",
+        )
+
+
 def _node_list(entry: dict[str, Any]) -> set[str] | None:
     """The nodes a storage is restricted to (its `nodes` option), None when it is on every node."""
     nodes = {n for n in str(entry.get("nodes") or "").split(",") if n}

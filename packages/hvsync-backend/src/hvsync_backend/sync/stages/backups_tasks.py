@@ -18,7 +18,7 @@ from hvsync_backend.sync.guests import guests, skipped_guests, vm_key
 from hvsync_backend.sync.plan import Current, Desired
 from hvsync_backend.sync.plugin_endpoints import plugin_endpoints
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
-from hvsync_backend.sync.reads import clusters, storage_facts
+from hvsync_backend.sync.reads import clusters, report_silent_nodes, storage_facts
 from hvsync_backend.sync.run import Counts, SyncContext
 from hvsync_backend.sync.stages.plugin_records import (
     NaturalKind,
@@ -156,8 +156,9 @@ class TaskKind(NaturalKind):
             names = [n.name for n in info.nodes if n.online] if info else []
             names = [n for n in names if node_allowed(allowed, source, n)]
             answers = await asyncio.gather(
-                *(reader.get(f"nodes/{n}/tasks", {"limit": TASK_LIMIT}) for n in names)
-            )
+                *(reader.node_get(n, f"nodes/{n}/tasks", {"limit": TASK_LIMIT}) for n in names)
+            )  # a node that stopped answering lists nothing and is left out (reader.silent_nodes)
+            await report_silent_nodes(ctx, source, reader)
             return [(n, row) for n, rows in zip(names, answers, strict=True) for row in rows or []]
 
         found = await ctx.per_endpoint(read)

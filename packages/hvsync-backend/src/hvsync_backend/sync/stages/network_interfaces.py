@@ -12,7 +12,7 @@ from hvsync_backend.sync.focused import focus_nodes, node_allowed
 from hvsync_backend.sync.framework import Kind, known_ids
 from hvsync_backend.sync.plan import Desired
 from hvsync_backend.sync.proxmox import HvSource, ProxmoxReader
-from hvsync_backend.sync.reads import clusters
+from hvsync_backend.sync.reads import clusters, report_silent_nodes
 from hvsync_backend.sync.run import SyncContext
 from hvsync_backend.sync.stages.devices import DeviceKind, node_key
 from hvsync_backend.wire.keys import format_key
@@ -44,8 +44,10 @@ async def node_networks(ctx: SyncContext) -> dict[int, dict[str, list[dict[str, 
             info = infos.get(source.backend_id)
             names = [n.name for n in info.nodes if n.online] if info else []
             names = [n for n in names if node_allowed(allowed, source, n)]
-            lists = await asyncio.gather(*(reader.get(f"nodes/{n}/network") for n in names))
-            return {n: list(rows or []) for n, rows in zip(names, lists, strict=True)}
+            lists = await asyncio.gather(*(reader.node_get(n, f"nodes/{n}/network") for n in names))
+            await report_silent_nodes(ctx, source, reader)
+            # a node that stopped answering is left out (reader.silent_nodes), not read as empty
+            return {n: list(rows) for n, rows in zip(names, lists, strict=True) if rows is not None}
 
         ctx.reads.node_networks = await ctx.per_endpoint(read)
     return ctx.reads.node_networks
