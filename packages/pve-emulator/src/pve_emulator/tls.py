@@ -6,9 +6,40 @@ import datetime
 import ipaddress
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 DEFAULT_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pve-emulator"
+
+
+def self_signed(
+    name: Any,
+    key: Any,
+    *,
+    valid: datetime.timedelta,
+    backdate: datetime.timedelta,
+    extensions: Sequence[tuple[Any, bool]],
+) -> Any:
+    """An X.509 certificate `key` signs for itself (a CA, or a lone server certificate): SHA-256, valid
+    from `backdate` ago (clock skew between the emulator and its clients) for `valid`, with `extensions`
+    as (extension, critical) pairs. One builder for every certificate the emulator makes for itself."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - backdate)
+        .not_valid_after(now + valid)
+    )
+    for extension, critical in extensions:
+        builder = builder.add_extension(extension, critical=critical)
+    return builder.sign(key, hashes.SHA256())
 
 
 def ensure_certificate(directory: Path | None = None) -> tuple[Path, Path]:
@@ -18,7 +49,7 @@ def ensure_certificate(directory: Path | None = None) -> tuple[Path, Path]:
     (parallel test runs) never see a certificate with somebody else's key.
     """
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
@@ -41,22 +72,15 @@ def ensure_certificate(directory: Path | None = None) -> tuple[Path, Path]:
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "hvsync pve-emulator"),
         ]
     )
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=3650))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
+    san = x509.SubjectAlternativeName(
+        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    )
+    cert = self_signed(
+        name,
+        key,
+        valid=datetime.timedelta(days=3650),
+        backdate=datetime.timedelta(days=1),
+        extensions=[(san, False)],
     )
     key_pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -84,31 +108,27 @@ def make_test_pki(directory: Path) -> tuple[Path, Path]:
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pve-emulator test CA")])
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    usage = x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=True,
+        crl_sign=True,
+        encipher_only=False,
+        decipher_only=False,
+    )
+    ca_cert = self_signed(
+        ca_name,
+        ca_key,
+        valid=datetime.timedelta(days=30),
+        backdate=datetime.timedelta(hours=1),
+        extensions=[
+            (x509.BasicConstraints(ca=True, path_length=0), True),
+            (usage, True),
+            (x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False),
+        ],
     )
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (

@@ -66,9 +66,11 @@ def cluster_ca() -> str:
     import datetime
 
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
+
+    from pve_emulator.tls import self_signed
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name(
@@ -78,17 +80,12 @@ def cluster_ca() -> str:
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "PVE Cluster Manager CA"),
         ]
     )
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=3650))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
+    cert = self_signed(
+        name,
+        key,
+        valid=datetime.timedelta(days=3650),
+        backdate=datetime.timedelta(days=1),
+        extensions=[(x509.BasicConstraints(ca=True, path_length=None), True)],
     )
     return cert.public_bytes(serialization.Encoding.PEM).decode()
 
