@@ -129,21 +129,38 @@ def selected(paths: dict[str, Any], everything_matching: str | None) -> dict[str
     return out
 
 
+#: Query parameters NetBox itself gives every list route of a NetBoxModel or ChangeLoggedModel (base
+#: filter sets, pagination, field selection): fuzzed on the first route that has them.
+NETBOX_COMMON = frozenset(
+    {"id", "created", "last_updated", "created_by_request", "updated_by_request", "modified_by_request"}
+    | {"tag", "tag_id", "owner", "owner_id", "owner_group", "owner_group_id"}
+    | {"limit", "offset", "ordering", "brief", "fields", "omit", "exclude", "include"}
+)
+
+
 def representative(parameters: list[dict[str, Any]], seen: set[tuple[Any, ...]]) -> list[dict[str, Any]]:
     """A list route takes ~100 filter parameters (every field with every NetBox lookup: `__ic`, `__regex`,
-    `__gte`, `__n`, ...), and the coverage phase tries each: hours for the whole API. Every plain filter
-    stays; each lookup stays on the first route that has it for a value type (NetBox builds them all from
-    the same filter classes, and the plugin's base filter set is shared): every lookup code path, in a run
-    that fits `make test`."""
+    `__gte`, `__n`, ...), and the coverage phase tries each: hours for the whole API. Each lookup stays on
+    the first route that has it for a value type, and so do the plain parameters NetBox's base filter sets
+    and list views give every route (NETBOX_COMMON: the same code wherever they appear; the whole run took
+    17 minutes under load on 2026-12-02 with them on every route); the plugin's own filters stay on every
+    route. Every lookup and filter code path, in a run that fits `make test`."""
     kept = []
     for parameter in parameters:
         name = str(parameter.get("name", ""))
-        if parameter.get("in") != "query" or "__" not in name:
+        if parameter.get("in") != "query":
             kept.append(parameter)
             continue
         shape = parameter.get("schema") or {}
         items = shape.get("items") or {}
-        key = (name.rsplit("__", 1)[1], shape.get("type"), items.get("type"), items.get("format"))
+        value_type = (shape.get("type"), items.get("type"), items.get("format"))
+        if "__" in name:
+            key: tuple[Any, ...] = (name.rsplit("__", 1)[1], *value_type)
+        elif name in NETBOX_COMMON:
+            key = ("plain", name, *value_type)
+        else:
+            kept.append(parameter)
+            continue
         if key not in seen:
             seen.add(key)
             kept.append(parameter)
