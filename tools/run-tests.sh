@@ -18,8 +18,10 @@
 # How it fits in the time: the machine has two cores, and most of these suites wait on a NetBox, a
 # worker or a backend they started. Every NetBox instance has its own port and Redis databases, so the
 # suites run in lanes, one per Redis slot, all started at once; each lane runs its suites one after the
-# other and writes its output to .netbox/lane-<name>.log, shown (in a fixed order) when it ends. The
-# machine's CPU use is sampled meanwhile (.netbox/cpu.log; a summary at the end).
+# other and writes its output to .netbox/lane-<name>.log, shown (in a fixed order) when it ends; the
+# matrix releases' in-NetBox suites go to whichever lanes are free first. The machine's CPU use is
+# sampled meanwhile (.netbox/cpu.log; a summary at the end): a run that keeps both cores busy to its
+# end is as short as its work allows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -48,6 +50,8 @@ export HVSYNC_STREAM_READ_TIMEOUT=45
 
 mkdir -p .netbox
 rm -f .netbox/lane-*.log
+rm -rf .netbox/matrix-claims
+mkdir -p .netbox/matrix-claims
 bash tools/cpu-sampler.sh >.netbox/cpu.log 2>&1 &
 sampler_pid=$!
 
@@ -136,7 +140,8 @@ lane_demo() {
 # Lane `long-sync` (bench's Redis; `make bench` never runs beside `make test`): a sync that outlasts
 # NetBox's default 300 s RQ job timeout (the emulator slowed down; the plugin's own job timeout), then
 # the backend fuzzed against a real NetBox (it writes what it likes there: a NetBox of its own), then the
-# fault matrix (hvsync on the emulator's faults on demand), each on a `long-sync` instance of its own.
+# fault matrix (hvsync on the emulator's faults on demand), each on a `long-sync` instance of its own;
+# then any matrix release's in-NetBox tests no lane has claimed yet.
 lane_long_sync() {
   local ran=0
   HVSYNC_ORCH_INSTANCE=long-sync "${PYTEST[@]}" $PYTEST_ARGS tests/orchestration/test_long_sync.py || ran=1
@@ -146,12 +151,13 @@ lane_long_sync() {
   done_after "the backend's fuzz run"
   HVSYNC_ORCH_INSTANCE=long-sync "${PYTEST[@]}" $PYTEST_ARGS tests/orchestration/test_fault_matrix.py || ran=1
   done_after "the fault matrix"
+  claim_matrix_releases long-sync || ran=1
   return $ran
 }
 
 # Lane `e2e-sync` (a spare Redis slot): the sync suite once more with the backend on REST list writes,
 # the path of a NetBox without the plugin's apply route, then tests/orchestration, each on an `e2e-sync`
-# instance its fixtures start and stop.
+# instance its fixtures start and stop; then any matrix release's in-NetBox tests not yet claimed.
 lane_e2e_sync() {
   local ran=0
   # test_netbox_writes sets the path per test itself; the others skipped here do not depend on the path
@@ -163,11 +169,13 @@ lane_e2e_sync() {
   HVSYNC_ORCH_INSTANCE=e2e-sync "${PYTEST[@]}" $PYTEST_ARGS tests/orchestration \
     --ignore=tests/orchestration/test_long_sync.py --ignore=tests/orchestration/test_fault_matrix.py || ran=1
   done_after "tests/orchestration"
+  claim_matrix_releases e2e-sync || ran=1
   return $ran
 }
 
 # Lane `install` (a spare Redis slot): the plugin wheel in a NetBox 4.7.0 set up as an operator does
-# (tools/install_check.py), and NetBox 4.7.0's full sync of the demo cluster through the plugin there.
+# (tools/install_check.py), and NetBox 4.7.0's full sync of the demo cluster through the plugin there;
+# then any matrix release's in-NetBox tests not yet claimed.
 lane_install() {
   local ran=0
   if .venv/bin/python tools/install_check.py up --env-out .netbox/install-check/env; then
@@ -178,20 +186,30 @@ lane_install() {
   fi
   .venv/bin/python tools/install_check.py stop || true
   done_after "the install check"
+  claim_matrix_releases install-check || ran=1
   return $ran
 }
 
-# Lane `matrix` (the Redis databases of the pytest runs): each other release's in-NetBox tests, one
-# release after the other (each clones its own database and starts its own backend on a free port).
-lane_matrix() {
-  local ran=0 v
+# The other releases' in-NetBox tests (each clones its own database and starts its own backend on a
+# free port), one release per pytest run: each release is claimed (mkdir is atomic) by whichever lane is
+# free first, the `matrix` lane from the start and the lanes that end early once their own suites are
+# done, each on its own Redis databases (SLOT's, or the pytest runs' own when SLOT is empty).
+claim_matrix_releases() {
+  local slot=$1 ran=0 v
   for v in $MATRIX; do
-    echo "== NetBox $v: migrate with the plugin, the plugin's tests in NetBox's venv"
-    NETBOX_VERSION=$v "${TOOL[@]}" pytest $PYTEST_ARGS packages/netbox-hvsync/tests/netbox \
-      --ignore="$REST_FUZZ" -m "not release_agnostic" || { echo "NetBox $v: the plugin's in-NetBox tests failed"; ran=1; }
+    mkdir ".netbox/matrix-claims/$v" 2>/dev/null || continue
+    echo "== NetBox $v: migrate with the plugin, the plugin's tests in NetBox's venv (Redis of ${slot:-the pytest runs})"
+    env ${slot:+HVSYNC_PYTEST_REDIS_OF=$slot} NETBOX_VERSION=$v "${TOOL[@]}" pytest $PYTEST_ARGS \
+      packages/netbox-hvsync/tests/netbox --ignore="$REST_FUZZ" -m "not release_agnostic" \
+      || { echo "NetBox $v: the plugin's in-NetBox tests failed"; ran=1; }
     done_after "NetBox $v's in-NetBox tests"
   done
   return $ran
+}
+
+# Lane `matrix` (the Redis databases of the pytest runs): matrix releases' in-NetBox tests, as claimed.
+lane_matrix() {
+  claim_matrix_releases ""
 }
 
 # Lane `netbox-own`: NetBox's own tests, with hvsync installed and without (the whole virtualization app,
