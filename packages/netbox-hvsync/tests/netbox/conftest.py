@@ -143,6 +143,10 @@ def hv(db, netbox_objects):
     }
 
 
+#: how long a test waits for the backend it starts to answer (seconds; start-up takes 2-20 s under load)
+BACKEND_START_BUDGET = 120
+
+
 @pytest.fixture
 def backend(tmp_path: Path) -> Iterator[str]:
     port = free_port()
@@ -155,12 +159,20 @@ def backend(tmp_path: Path) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(200):
+        # a deadline, not a count of tries: on a loaded 2-core machine the backend's start-up (imports,
+        # migrations) took longer than 200 quick tries, and the test then ran against no backend at all
+        deadline = time.monotonic() + BACKEND_START_BUDGET
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the backend exited with {proc.returncode} before answering /health")
             try:
-                if requests.get(url + "/health", timeout=1).status_code == 200:
+                if requests.get(url + "/health", timeout=2).status_code == 200:
                     break
             except requests.RequestException:
-                time.sleep(0.1)
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the backend did not answer /health within {BACKEND_START_BUDGET} s")
+            time.sleep(0.1)
         yield url
     finally:
         proc.terminate()
